@@ -1,0 +1,52 @@
+use crate::GroupId;
+
+/// Everything that can go wrong when configuring or computing advantages.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AdvantageError {
+    /// An estimator name that is not registered.
+    #[error("unknown advantage estimator `{name}`; valid names: {}", valid.join(", "))]
+    UnknownEstimator {
+        /// What was asked for.
+        name: String,
+        /// The registered names.
+        valid: Vec<&'static str>,
+    },
+    /// An invalid configuration value.
+    #[error("invalid value for `{field}`: {value} ({expected})")]
+    InvalidConfig {
+        /// The field name as written in configs.
+        field: &'static str,
+        /// The offending value.
+        value: String,
+        /// What is accepted.
+        expected: &'static str,
+    },
+    /// A group smaller than 2: no baseline exists.
+    #[error("group {group} has {size} sample(s); group-relative advantages need at least 2")]
+    GroupTooSmall {
+        /// The group.
+        group: GroupId,
+        /// Its size.
+        size: usize,
+    },
+    /// A NaN or infinite reward.
+    #[error("group {group}: reward #{index} is not finite ({value})")]
+    NonFiniteReward {
+        /// The group.
+        group: GroupId,
+        /// Position inside the group.
+        index: usize,
+        /// The value.
+        value: f64,
+    },
+    /// Rewards and correctness flags of different lengths.
+    #[error("group {group}: {rewards} rewards but {correct} correctness flags")]
+    LengthMismatch {
+        /// The group.
+        group: GroupId,
+        /// Number of rewards.
+        rewards: usize,
+        /// Number of flags.
+        correct: usize,
+    },
+}

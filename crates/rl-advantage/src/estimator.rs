@@ -1,0 +1,528 @@
+//! The estimator trait, the built-ins and the name registry.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::daa::Daa;
+use crate::{AdvantageError, GroupId};
+
+/// Names accepted by [`EstimatorConfig::from_name`], in registry order.
+pub const ESTIMATOR_NAMES: [&str; 5] = ["grpo", "dr_grpo", "rloo", "dapo", "da3po"];
+
+/// Default ε added to the group std (verl's value).
+pub const DEFAULT_EPS: f64 = 1e-6;
+/// Default tolerance under which a group's rewards count as all equal (max − min ≤ tol).
+pub const DEFAULT_EQUAL_TOL: f64 = 1e-6;
+
+/// Which standard deviation normalises GRPO-style advantages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StdMode {
+    /// Unbiased (Bessel, divide by G−1): `torch.std`, as verl and TRL compute it.
+    #[default]
+    Sample,
+    /// Population (divide by G).
+    Population,
+}
+
+impl StdMode {
+    /// Parses `sample` or `population`.
+    pub fn from_name(name: &str) -> Result<Self, AdvantageError> {
+        match name {
+            "sample" => Ok(StdMode::Sample),
+            "population" => Ok(StdMode::Population),
+            other => Err(AdvantageError::InvalidConfig {
+                field: "std",
+                value: other.to_string(),
+                expected: "one of: sample, population",
+            }),
+        }
+    }
+}
+
+/// An advantage estimator over one group.
+///
+/// Implementations are pure functions of the group's rewards and correctness flags. The group
+/// has already been validated by [`check_group`] when called through [`crate::compute_batch`].
+pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
+    /// Registry name.
+    fn name(&self) -> &'static str;
+
+    /// Writes the advantages of one group into `out` (same length as `rewards`).
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError>;
+
+    /// The Difficulty-aware Advantage Amplification this estimator applies, if any (used to
+    /// report which samples were amplified).
+    fn daa(&self) -> Option<Daa> {
+        None
+    }
+}
+
+/// Validates one group: matching lengths, at least 2 samples, finite rewards.
+pub fn check_group(
+    group: GroupId,
+    rewards: &[f64],
+    correct: &[bool],
+) -> Result<(), AdvantageError> {
+    if rewards.len() != correct.len() {
+        return Err(AdvantageError::LengthMismatch {
+            group,
+            rewards: rewards.len(),
+            correct: correct.len(),
+        });
+    }
+    if rewards.len() < 2 {
+        return Err(AdvantageError::GroupTooSmall {
+            group,
+            size: rewards.len(),
+        });
+    }
+    if let Some((index, &value)) = rewards.iter().enumerate().find(|(_, r)| !r.is_finite()) {
+        return Err(AdvantageError::NonFiniteReward {
+            group,
+            index,
+            value,
+        });
+    }
+    Ok(())
+}
+
+fn all_equal(rewards: &[f64], tol: f64) -> bool {
+    let (lo, hi) = rewards
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
+            (lo.min(r), hi.max(r))
+        });
+    hi - lo <= tol
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// GRPO: Â_i = (R_i − mean R) / (std R + ε); all-equal groups get exactly 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Grpo {
+    /// Which std.
+    pub std: StdMode,
+    /// Added to the std.
+    pub eps: f64,
+    /// max − min ≤ this ⇒ all advantages exactly 0.
+    pub equal_tol: f64,
+}
+
+impl Default for Grpo {
+    fn default() -> Self {
+        Self {
+            std: StdMode::Sample,
+            eps: DEFAULT_EPS,
+            equal_tol: DEFAULT_EQUAL_TOL,
+        }
+    }
+}
+
+impl Grpo {
+    fn compute(&self, rewards: &[f64], out: &mut [f64]) {
+        if all_equal(rewards, self.equal_tol) {
+            out.fill(0.0);
+            return;
+        }
+        let g = rewards.len() as f64;
+        let m = mean(rewards);
+        let ss: f64 = rewards.iter().map(|r| (r - m) * (r - m)).sum();
+        let denom = match self.std {
+            StdMode::Sample => g - 1.0,
+            StdMode::Population => g,
+        };
+        let std = (ss / denom).sqrt();
+        for (o, r) in out.iter_mut().zip(rewards) {
+            *o = (r - m) / (std + self.eps);
+        }
+    }
+}
+
+impl AdvantageEstimator for Grpo {
+    fn name(&self) -> &'static str {
+        "grpo"
+    }
+
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        check_group(group, rewards, correct)?;
+        self.compute(rewards, out);
+        Ok(())
+    }
+}
+
+/// Dr. GRPO: Â_i = R_i − mean R (no std normalisation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DrGrpo {
+    /// max − min ≤ this ⇒ all advantages exactly 0.
+    pub equal_tol: f64,
+}
+
+impl Default for DrGrpo {
+    fn default() -> Self {
+        Self {
+            equal_tol: DEFAULT_EQUAL_TOL,
+        }
+    }
+}
+
+impl AdvantageEstimator for DrGrpo {
+    fn name(&self) -> &'static str {
+        "dr_grpo"
+    }
+
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        check_group(group, rewards, correct)?;
+        if all_equal(rewards, self.equal_tol) {
+            out.fill(0.0);
+            return Ok(());
+        }
+        let m = mean(rewards);
+        for (o, r) in out.iter_mut().zip(rewards) {
+            *o = r - m;
+        }
+        Ok(())
+    }
+}
+
+/// RLOO: Â_i = R_i − (Σ_{j≠i} R_j)/(G−1), the leave-one-out baseline.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rloo {
+    /// max − min ≤ this ⇒ all advantages exactly 0.
+    pub equal_tol: f64,
+}
+
+impl Default for Rloo {
+    fn default() -> Self {
+        Self {
+            equal_tol: DEFAULT_EQUAL_TOL,
+        }
+    }
+}
+
+impl AdvantageEstimator for Rloo {
+    fn name(&self) -> &'static str {
+        "rloo"
+    }
+
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        check_group(group, rewards, correct)?;
+        if all_equal(rewards, self.equal_tol) {
+            out.fill(0.0);
+            return Ok(());
+        }
+        let total: f64 = rewards.iter().sum();
+        let others = (rewards.len() - 1) as f64;
+        for (o, r) in out.iter_mut().zip(rewards) {
+            *o = r - (total - r) / others;
+        }
+        Ok(())
+    }
+}
+
+/// DAPO: GRPO advantages. Dynamic sampling (in `rl-sampler`) removes zero-spread groups first.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Dapo {
+    /// The underlying group normalisation.
+    pub grpo: Grpo,
+}
+
+impl AdvantageEstimator for Dapo {
+    fn name(&self) -> &'static str {
+        "dapo"
+    }
+
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        self.grpo.group_advantages(group, rewards, correct, out)
+    }
+}
+
+/// DA3PO: DAPO advantages followed by Difficulty-aware Advantage Amplification ([`Daa`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Da3po {
+    /// The DAPO (GRPO) advantages.
+    pub dapo: Dapo,
+    /// The amplification.
+    pub daa: Daa,
+}
+
+impl AdvantageEstimator for Da3po {
+    fn name(&self) -> &'static str {
+        "da3po"
+    }
+
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        self.dapo.group_advantages(group, rewards, correct, out)?;
+        self.daa.apply(out, correct);
+        Ok(())
+    }
+
+    fn daa(&self) -> Option<Daa> {
+        Some(self.daa)
+    }
+}
+
+fn default_eps() -> f64 {
+    DEFAULT_EPS
+}
+fn default_equal_tol() -> f64 {
+    DEFAULT_EQUAL_TOL
+}
+fn default_lambda() -> f64 {
+    crate::daa::DEFAULT_LAMBDA
+}
+fn default_tau() -> f64 {
+    crate::daa::DEFAULT_TAU
+}
+
+/// Serializable choice of estimator with its settings (`name` is the tag).
+///
+/// ```
+/// use rl_advantage::EstimatorConfig;
+/// let cfg: EstimatorConfig = serde_json::from_str(r#"{"name":"da3po","lambda":3.0}"#).unwrap();
+/// assert_eq!(cfg.name(), "da3po");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case", deny_unknown_fields)]
+pub enum EstimatorConfig {
+    /// Group z-score.
+    Grpo {
+        /// Which std.
+        #[serde(default)]
+        std: StdMode,
+        /// Added to the std.
+        #[serde(default = "default_eps")]
+        eps: f64,
+        /// Equal-reward tolerance.
+        #[serde(default = "default_equal_tol")]
+        equal_tol: f64,
+    },
+    /// Mean-centred, no std.
+    DrGrpo {
+        /// Equal-reward tolerance.
+        #[serde(default = "default_equal_tol")]
+        equal_tol: f64,
+    },
+    /// Leave-one-out baseline.
+    Rloo {
+        /// Equal-reward tolerance.
+        #[serde(default = "default_equal_tol")]
+        equal_tol: f64,
+    },
+    /// GRPO advantages after dynamic sampling.
+    Dapo {
+        /// Which std.
+        #[serde(default)]
+        std: StdMode,
+        /// Added to the std.
+        #[serde(default = "default_eps")]
+        eps: f64,
+        /// Equal-reward tolerance.
+        #[serde(default = "default_equal_tol")]
+        equal_tol: f64,
+    },
+    /// DAPO + Difficulty-aware Advantage Amplification.
+    Da3po {
+        /// Which std.
+        #[serde(default)]
+        std: StdMode,
+        /// Added to the std.
+        #[serde(default = "default_eps")]
+        eps: f64,
+        /// Equal-reward tolerance.
+        #[serde(default = "default_equal_tol")]
+        equal_tol: f64,
+        /// Amplification factor λ for correct responses of hard groups.
+        #[serde(default = "default_lambda")]
+        lambda: f64,
+        /// Difficulty threshold τ: groups with p̂ < τ are hard (strict).
+        #[serde(default = "default_tau")]
+        tau: f64,
+    },
+}
+
+impl EstimatorConfig {
+    /// The estimator registered under `name`, with its paper defaults.
+    pub fn from_name(name: &str) -> Result<Self, AdvantageError> {
+        Ok(match name {
+            "grpo" => EstimatorConfig::Grpo {
+                std: StdMode::Sample,
+                eps: DEFAULT_EPS,
+                equal_tol: DEFAULT_EQUAL_TOL,
+            },
+            "dr_grpo" => EstimatorConfig::DrGrpo {
+                equal_tol: DEFAULT_EQUAL_TOL,
+            },
+            "rloo" => EstimatorConfig::Rloo {
+                equal_tol: DEFAULT_EQUAL_TOL,
+            },
+            "dapo" => EstimatorConfig::Dapo {
+                std: StdMode::Sample,
+                eps: DEFAULT_EPS,
+                equal_tol: DEFAULT_EQUAL_TOL,
+            },
+            "da3po" => EstimatorConfig::Da3po {
+                std: StdMode::Sample,
+                eps: DEFAULT_EPS,
+                equal_tol: DEFAULT_EQUAL_TOL,
+                lambda: crate::daa::DEFAULT_LAMBDA,
+                tau: crate::daa::DEFAULT_TAU,
+            },
+            other => {
+                return Err(AdvantageError::UnknownEstimator {
+                    name: other.to_string(),
+                    valid: ESTIMATOR_NAMES.to_vec(),
+                });
+            }
+        })
+    }
+
+    /// The registry name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EstimatorConfig::Grpo { .. } => "grpo",
+            EstimatorConfig::DrGrpo { .. } => "dr_grpo",
+            EstimatorConfig::Rloo { .. } => "rloo",
+            EstimatorConfig::Dapo { .. } => "dapo",
+            EstimatorConfig::Da3po { .. } => "da3po",
+        }
+    }
+
+    /// Sets the std mode where the estimator has one; errors for estimators without std.
+    pub fn with_std(mut self, mode: StdMode) -> Result<Self, AdvantageError> {
+        match &mut self {
+            EstimatorConfig::Grpo { std, .. }
+            | EstimatorConfig::Dapo { std, .. }
+            | EstimatorConfig::Da3po { std, .. } => *std = mode,
+            _ => {
+                return Err(AdvantageError::InvalidConfig {
+                    field: "std",
+                    value: format!("{mode:?} for `{}`", self.name()),
+                    expected: "std is a setting of grpo, dapo and da3po only",
+                });
+            }
+        }
+        Ok(self)
+    }
+
+    /// Sets DAA's λ and τ; errors for estimators other than `da3po`.
+    pub fn with_daa(mut self, new_lambda: f64, new_tau: f64) -> Result<Self, AdvantageError> {
+        match &mut self {
+            EstimatorConfig::Da3po { lambda, tau, .. } => {
+                *lambda = new_lambda;
+                *tau = new_tau;
+                Ok(self)
+            }
+            _ => Err(AdvantageError::InvalidConfig {
+                field: "lambda",
+                value: format!("{new_lambda} for `{}`", self.name()),
+                expected: "lambda and tau are settings of da3po only",
+            }),
+        }
+    }
+
+    /// Validates the settings and the configured group size, and builds the estimator.
+    pub fn build(&self, group_size: usize) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
+        if group_size < 2 {
+            return Err(AdvantageError::InvalidConfig {
+                field: "group_size",
+                value: group_size.to_string(),
+                expected: "an integer >= 2 (a group needs a baseline)",
+            });
+        }
+        let grpo = |std: StdMode, eps: f64, equal_tol: f64| -> Result<Grpo, AdvantageError> {
+            check_nonneg("eps", eps)?;
+            check_nonneg("equal_tol", equal_tol)?;
+            Ok(Grpo {
+                std,
+                eps,
+                equal_tol,
+            })
+        };
+        Ok(match *self {
+            EstimatorConfig::Grpo {
+                std,
+                eps,
+                equal_tol,
+            } => Box::new(grpo(std, eps, equal_tol)?),
+            EstimatorConfig::DrGrpo { equal_tol } => {
+                check_nonneg("equal_tol", equal_tol)?;
+                Box::new(DrGrpo { equal_tol })
+            }
+            EstimatorConfig::Rloo { equal_tol } => {
+                check_nonneg("equal_tol", equal_tol)?;
+                Box::new(Rloo { equal_tol })
+            }
+            EstimatorConfig::Dapo {
+                std,
+                eps,
+                equal_tol,
+            } => Box::new(Dapo {
+                grpo: grpo(std, eps, equal_tol)?,
+            }),
+            EstimatorConfig::Da3po {
+                std,
+                eps,
+                equal_tol,
+                lambda,
+                tau,
+            } => Box::new(Da3po {
+                dapo: Dapo {
+                    grpo: grpo(std, eps, equal_tol)?,
+                },
+                daa: Daa::new(lambda, tau)?,
+            }),
+        })
+    }
+}
+
+fn check_nonneg(field: &'static str, v: f64) -> Result<(), AdvantageError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(AdvantageError::InvalidConfig {
+            field,
+            value: v.to_string(),
+            expected: "a finite number >= 0",
+        })
+    }
+}

@@ -1,0 +1,52 @@
+//! # rl-advantage — group advantage estimators for RL with verifiable rewards
+//!
+//! Plain Rust, no tensor framework: a trainer written with any stack can depend on this crate
+//! alone. Every sample carries an explicit [`GroupId`], its scalar reward and a separate
+//! `correct` flag from the verifier; groups are never inferred from layout or prompt text and
+//! correctness is never inferred from the (possibly shaped) reward.
+//!
+//! ## Estimators (one group of G responses with rewards R_1..R_G)
+//!
+//! | name | advantage Â_i | source |
+//! |---|---|---|
+//! | `grpo` | (R_i − mean R) / (std R + ε), std sample (Bessel, verl/TRL) or population | DeepSeekMath, arXiv 2402.03300 |
+//! | `dr_grpo` | R_i − mean R | Dr. GRPO, arXiv 2503.20783 |
+//! | `rloo` | R_i − mean_{j≠i} R_j | Ahmadian et al. 2024 (RLOO) |
+//! | `dapo` | as `grpo`; meaningful after dynamic sampling | DAPO, arXiv 2503.14476 |
+//! | `da3po` | `dapo`, then DAA: Ã_i = λ·Â_i if response i is correct and p̂ < τ, else Â_i | DA3PO, arXiv 2608.27982 |
+//!
+//! p̂ = (#correct in the group)/G is computed from the `correct` flags; the inequality is strict;
+//! defaults λ = 2, τ = 0.5. A group whose rewards are all equal within `equal_tol` gets exactly
+//! zero advantages (never reward/ε). Optional batch whitening is an explicit, separate step.
+//!
+//! ## Theory ([`theory`])
+//!
+//! Theorem 3.1 of DA3PO: under DAPO's dynamic sampling, a response with true success rate p has
+//! its expected advantage amplified by the inverse probability that its group survives:
+//! α+(p, G) = 1/(1 − p^(G−1)) (correct), α−(p, G) = 1/(1 − (1−p)^(G−1)) (incorrect), and
+//! γ = α+/α− < 1 exactly when p < 1/2.
+//!
+//! ```
+//! use rl_advantage::{EstimatorConfig, Sample, GroupId, compute_batch};
+//! let est = EstimatorConfig::from_name("grpo").unwrap().build(8).unwrap();
+//! let samples: Vec<Sample> = (0..8)
+//!     .map(|i| Sample::new(GroupId(7), if i < 3 { 1.0 } else { -1.0 }, i < 3))
+//!     .collect();
+//! let out = compute_batch(est.as_ref(), &samples, None).unwrap();
+//! assert!((out.advantages[0] - 1.2076).abs() < 1e-4);
+//! ```
+
+mod batch;
+mod daa;
+mod error;
+mod estimator;
+mod sample;
+pub mod theory;
+
+pub use batch::{BatchAdvantages, BatchStats, Whitening, compute_batch, group_indices};
+pub use daa::{Daa, DaaOutcome};
+pub use error::AdvantageError;
+pub use estimator::{
+    AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo, Rloo, StdMode,
+};
+pub use sample::{GroupId, Sample};

@@ -1,0 +1,402 @@
+//! Golden values, DAA properties and Theorem 3.1 property tests.
+//!
+//! Every expected number is derived in the comment next to it (or comes from the DA3PO paper's
+//! Corollary 3.2 / the reference table in algorithms.md §10.1, which the derivations reproduce).
+
+use proptest::prelude::*;
+use rl_advantage::theory::{self, SimulationConfig};
+use rl_advantage::{
+    AdvantageError, EstimatorConfig, GroupId, Sample, StdMode, Whitening, compute_batch,
+};
+
+fn group(id: u64, correct: &[bool], r_pos: f64, r_neg: f64) -> Vec<Sample> {
+    correct
+        .iter()
+        .map(|&c| Sample::new(GroupId(id), if c { r_pos } else { r_neg }, c))
+        .collect()
+}
+
+fn three_of_eight() -> Vec<bool> {
+    (0..8).map(|i| i < 3).collect()
+}
+
+fn advantages(name: &str, std: Option<StdMode>, samples: &[Sample]) -> Vec<f64> {
+    let mut cfg = EstimatorConfig::from_name(name).unwrap();
+    if let Some(s) = std {
+        cfg = cfg.with_std(s).unwrap();
+    }
+    let est = cfg.build(samples.len()).unwrap();
+    compute_batch(est.as_ref(), samples, None)
+        .unwrap()
+        .advantages
+}
+
+/// G = 8, 3 correct, rewards ±1: mean = (3 − 5)/8 = −0.25; deviations +1.25 / −0.75;
+/// Σ dev² = 3·1.5625 + 5·0.5625 = 7.5.
+/// Sample std = √(7.5/7) = 1.035098 → A+ = 1.25/1.035098 = 1.207615, A− = −0.724569.
+/// Population std = √(7.5/8) = 0.968246 → A+ = 1.290994, A− = −0.774597.
+/// (ε = 1e-6 moves these by < 2e-6.)
+#[test]
+fn grpo_golden_sample_and_population_std() {
+    let s = group(1, &three_of_eight(), 1.0, -1.0);
+    let a = advantages("grpo", Some(StdMode::Sample), &s);
+    assert!((a[0] - 1.2076).abs() < 1e-4, "{a:?}");
+    assert!((a[7] + 0.7246).abs() < 1e-4, "{a:?}");
+    let a = advantages("grpo", Some(StdMode::Population), &s);
+    assert!((a[0] - 1.2910).abs() < 1e-4, "{a:?}");
+    assert!((a[7] + 0.7746).abs() < 1e-4, "{a:?}");
+}
+
+/// Dr. GRPO with 0/1 rewards, 3 of 8 correct: mean 3/8 = 0.375 → +0.625 / −0.375.
+#[test]
+fn dr_grpo_golden() {
+    let a = advantages("dr_grpo", None, &group(1, &three_of_eight(), 1.0, 0.0));
+    assert!((a[0] - 0.625).abs() < 1e-12);
+    assert!((a[5] + 0.375).abs() < 1e-12);
+}
+
+/// RLOO with 0/1 rewards, 3 of 8 correct: a correct response's baseline is 2/7 (2 other
+/// correct among 7 others) → 1 − 2/7 = 5/7 = 0.714286; a wrong one's is 3/7 → −0.428571.
+#[test]
+fn rloo_golden() {
+    let a = advantages("rloo", None, &group(1, &three_of_eight(), 1.0, 0.0));
+    assert!((a[0] - 5.0 / 7.0).abs() < 1e-12);
+    assert!((a[0] - 0.7143).abs() < 1e-4);
+    assert!((a[6] + 0.4286).abs() < 1e-4);
+}
+
+/// algorithms.md §10.1 rows for population std, ε ignored: with binary rewards and pass rate
+/// p̂ = k/G, A+ = √((1−p̂)/p̂), A− = −√(p̂/(1−p̂)); the sample-std values are these times
+/// √((G−1)/G). DA3PO doubles A+ when p̂ < 0.5.
+#[test]
+fn da3po_table_of_reference_values() {
+    // (G, k, A+ pop, A+ unbiased, DAA A+ pop, DAA A+ unbiased or None when unchanged)
+    let rows: [(usize, usize, f64, f64, Option<(f64, f64)>); 6] = [
+        (8, 1, 2.6458, 2.4749, Some((5.2915, 4.9497))),
+        (8, 2, 1.7321, 1.6202, Some((3.4641, 3.2404))),
+        (8, 4, 1.0000, 0.9354, None),
+        (16, 1, 3.8730, 3.7500, Some((7.7460, 7.5000))),
+        (16, 8, 1.0000, 0.9682, None),
+        (16, 15, 0.2582, 0.2500, None),
+    ];
+    for (g, k, pop, unb, daa) in rows {
+        let correct: Vec<bool> = (0..g).map(|i| i < k).collect();
+        let s = group(0, &correct, 1.0, -1.0);
+        // Closed form derivation.
+        let p = k as f64 / g as f64;
+        let closed = ((1.0 - p) / p).sqrt();
+        assert!((closed - pop).abs() < 1e-4);
+        let grpo_pop = advantages("grpo", Some(StdMode::Population), &s);
+        let grpo_unb = advantages("grpo", Some(StdMode::Sample), &s);
+        assert!((grpo_pop[0] - pop).abs() < 1e-4, "G={g} k={k}");
+        assert!((grpo_unb[0] - unb).abs() < 1e-4, "G={g} k={k}");
+        let d_pop = advantages("da3po", Some(StdMode::Population), &s);
+        let d_unb = advantages("da3po", Some(StdMode::Sample), &s);
+        match daa {
+            Some((dp, du)) => {
+                assert!((d_pop[0] - dp).abs() < 1e-4, "G={g} k={k}");
+                assert!((d_unb[0] - du).abs() < 1e-4, "G={g} k={k}");
+            }
+            None => {
+                assert_eq!(d_pop, grpo_pop);
+                assert_eq!(d_unb, grpo_unb);
+            }
+        }
+        // Negative advantages are never amplified.
+        assert_eq!(d_unb[g - 1], grpo_unb[g - 1]);
+    }
+}
+
+#[test]
+fn equal_rewards_give_exact_zeros_for_every_estimator() {
+    for name in rl_advantage::ESTIMATOR_NAMES {
+        for r in [0.0, 1.0, -1.0, 0.1, 123.456] {
+            let s: Vec<Sample> = (0..5)
+                .map(|i| Sample::new(GroupId(3), r, i % 2 == 0))
+                .collect();
+            let a = advantages(name, None, &s);
+            assert!(a.iter().all(|&x| x == 0.0), "{name} r={r}: {a:?}");
+        }
+        // Within tolerance (partial-credit float noise) is also exactly zero, not reward/ε.
+        let s: Vec<Sample> = [0.3, 0.3 + 1e-9, 0.3 - 1e-9, 0.3]
+            .iter()
+            .map(|&r| Sample::new(GroupId(1), r, false))
+            .collect();
+        assert!(
+            advantages(name, None, &s).iter().all(|&x| x == 0.0),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn configuration_errors_name_the_problem() {
+    let err = EstimatorConfig::from_name("ppo").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("ppo") && msg.contains("grpo") && msg.contains("da3po"),
+        "{msg}"
+    );
+    let err = EstimatorConfig::from_name("grpo")
+        .unwrap()
+        .build(1)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        AdvantageError::InvalidConfig {
+            field: "group_size",
+            ..
+        }
+    ));
+    let err = EstimatorConfig::from_name("da3po")
+        .unwrap()
+        .with_daa(2.0, 1.5)
+        .unwrap()
+        .build(8);
+    assert!(matches!(
+        err,
+        Err(AdvantageError::InvalidConfig { field: "tau", .. })
+    ));
+    let err = EstimatorConfig::from_name("rloo")
+        .unwrap()
+        .with_std(StdMode::Population);
+    assert!(matches!(
+        err,
+        Err(AdvantageError::InvalidConfig { field: "std", .. })
+    ));
+    let bad: Result<EstimatorConfig, _> = serde_json::from_str(r#"{"name":"grpo","lambda":2}"#);
+    assert!(bad.is_err(), "unknown keys must be rejected");
+}
+
+#[test]
+fn bad_batches_are_errors_naming_the_group() {
+    let est = EstimatorConfig::from_name("grpo")
+        .unwrap()
+        .build(4)
+        .unwrap();
+    let mut s = group(9, &[true, false, true, false], 1.0, 0.0);
+    s[2].reward = f64::NAN;
+    match compute_batch(est.as_ref(), &s, None) {
+        Err(AdvantageError::NonFiniteReward { group, index, .. }) => {
+            assert_eq!((group, index), (GroupId(9), 2));
+        }
+        other => panic!("{other:?}"),
+    }
+    let s = vec![Sample::new(GroupId(4), 1.0, true)];
+    assert!(matches!(
+        compute_batch(est.as_ref(), &s, None),
+        Err(AdvantageError::GroupTooSmall { size: 1, .. })
+    ));
+}
+
+#[test]
+fn config_round_trips_through_json_and_toml() {
+    for name in rl_advantage::ESTIMATOR_NAMES {
+        let cfg = EstimatorConfig::from_name(name).unwrap();
+        let json = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(serde_json::from_str::<EstimatorConfig>(&json).unwrap(), cfg);
+    }
+}
+
+#[test]
+fn interleaved_layout_gives_the_same_advantages() {
+    // Groups are identified by id, not position: interleave two groups and compare.
+    let a = group(1, &[true, false, false, true], 1.0, -1.0);
+    let b = group(2, &[false, false, true, false], 1.0, -1.0);
+    let est = EstimatorConfig::from_name("da3po")
+        .unwrap()
+        .build(4)
+        .unwrap();
+    let contiguous: Vec<Sample> = a.iter().chain(&b).copied().collect();
+    let interleaved: Vec<Sample> = a.iter().zip(&b).flat_map(|(x, y)| [*x, *y]).collect();
+    let ca = compute_batch(est.as_ref(), &contiguous, None).unwrap();
+    let ia = compute_batch(est.as_ref(), &interleaved, None).unwrap();
+    for i in 0..4 {
+        assert_eq!(ca.advantages[i], ia.advantages[2 * i]);
+        assert_eq!(ca.advantages[4 + i], ia.advantages[2 * i + 1]);
+    }
+    // Group 2 has p̂ = 1/4 < 0.5: its correct sample is amplified; group 1 has p̂ = 0.5: not.
+    assert_eq!(ia.stats.amplified, 1);
+    assert!(ia.amplified[5]);
+}
+
+#[test]
+fn whitening_is_explicit_and_normalises_the_batch() {
+    let s: Vec<Sample> = group(1, &[true, false, false, false], 1.0, 0.0)
+        .into_iter()
+        .chain(group(2, &[true, true, true, false], 1.0, 0.0))
+        .collect();
+    let est = EstimatorConfig::from_name("dr_grpo")
+        .unwrap()
+        .build(4)
+        .unwrap();
+    let plain = compute_batch(est.as_ref(), &s, None).unwrap();
+    let w = compute_batch(est.as_ref(), &s, Some(Whitening { eps: 0.0 })).unwrap();
+    assert!(w.stats.mean.abs() < 1e-12);
+    assert!((w.stats.std - 1.0).abs() < 1e-12);
+    assert_ne!(plain.advantages, w.advantages);
+}
+
+/// Corollary 3.2 of DA3PO: G = 8, p = 0.1: α+ ≈ 1.00, α− ≈ 1.92, γ ≈ 0.52; G = 16: α− ≈ 1.26,
+/// γ ≈ 0.79. Exact: (1−0.1)^7 = 0.4782969 → α− = 1/0.5217031 = 1.916799; 0.9^15 = 0.2058911 →
+/// α− = 1.259273.
+#[test]
+fn corollary_3_2() {
+    let a = theory::amplification(0.1, 8).unwrap();
+    assert!((a.alpha_plus - 1.0).abs() < 1e-6);
+    assert!((a.alpha_minus - 1.916799).abs() < 1e-6);
+    assert!((a.gamma - 0.521703).abs() < 1e-6);
+    let a = theory::amplification(0.1, 16).unwrap();
+    assert!((a.alpha_minus - 1.259273).abs() < 1e-6);
+    assert!((a.gamma - 0.794109).abs() < 1e-6);
+    assert!(theory::amplification(0.0, 8).is_err());
+    assert!(theory::amplification(0.5, 1).is_err());
+}
+
+/// The Monte Carlo agrees with the closed form within 3 standard errors at several (p, G).
+/// When an outcome's filter event is too rare to be sampled (p = 0.1, G = 8: all 8 correct has
+/// probability 1e-8), the estimated SE is 0 and the MC resolution is 1/(#responses), so the
+/// bound has a floor of 1e-5.
+#[test]
+fn monte_carlo_matches_closed_form() {
+    for (p, g) in [(0.1, 8), (0.1, 16), (0.3, 8), (0.5, 4), (0.8, 8)] {
+        let sim = theory::simulate(
+            p,
+            g,
+            &SimulationConfig {
+                groups: 200_000,
+                seed: 7,
+                std: StdMode::Sample,
+            },
+        )
+        .unwrap();
+        let a = theory::amplification(p, g).unwrap();
+        assert!(
+            (sim.alpha_plus - a.alpha_plus).abs() <= (3.0 * sim.alpha_plus_se).max(1e-5),
+            "p={p} G={g} α+ {} vs {} (se {})",
+            sim.alpha_plus,
+            a.alpha_plus,
+            sim.alpha_plus_se
+        );
+        assert!(
+            (sim.alpha_minus - a.alpha_minus).abs() <= (3.0 * sim.alpha_minus_se).max(1e-5),
+            "p={p} G={g} α− {} vs {} (se {})",
+            sim.alpha_minus,
+            a.alpha_minus,
+            sim.alpha_minus_se
+        );
+        assert!(
+            (sim.gamma - a.gamma).abs() <= (3.0 * sim.gamma_se).max(1e-5),
+            "p={p} G={g} γ {} vs {} (se {})",
+            sim.gamma,
+            a.gamma,
+            sim.gamma_se
+        );
+        assert!(sim.alpha_minus_se > 0.0 && sim.alpha_minus_se < 0.05);
+    }
+}
+
+fn correctness_group() -> impl Strategy<Value = Vec<bool>> {
+    prop::collection::vec(any::<bool>(), 2..24)
+}
+
+proptest! {
+    #[test]
+    fn gamma_orders_with_difficulty(p in 0.001f64..0.999, g in 2usize..64) {
+        let a = theory::amplification(p, g).unwrap();
+        // γ < 1 for p < 1/2 and γ > 1 for p > 1/2. Near p = 1/2 with large G the difference
+        // 1 − γ ≈ (G−1)·2^(2−G)·|p − 1/2| underflows f64, so the strict check is made where it
+        // is representable and the weak one everywhere.
+        let resolvable = (p - 0.5).abs() >= 0.01 && g <= 40;
+        if p < 0.5 {
+            prop_assert!(a.gamma <= 1.0);
+            prop_assert!(!resolvable || a.gamma < 1.0);
+        } else if p > 0.5 {
+            prop_assert!(a.gamma >= 1.0);
+            prop_assert!(!resolvable || a.gamma > 1.0);
+        }
+        let b = theory::amplification(1.0 - p, g).unwrap();
+        prop_assert!((a.gamma * b.gamma - 1.0).abs() < 1e-9);
+        prop_assert!(a.alpha_plus >= 1.0 && a.alpha_minus >= 1.0);
+        prop_assert!((a.gamma - a.alpha_plus / a.alpha_minus).abs() < 1e-12 * a.gamma.max(1.0));
+    }
+
+    #[test]
+    fn gamma_is_one_at_one_half(g in 2usize..200) {
+        prop_assert!((theory::gamma(0.5, g) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn alphas_non_increasing_in_group_size(p in 0.001f64..0.999, g in 2usize..100) {
+        prop_assert!(theory::alpha_plus(p, g + 1) <= theory::alpha_plus(p, g) + 1e-12);
+        prop_assert!(theory::alpha_minus(p, g + 1) <= theory::alpha_minus(p, g) + 1e-12);
+    }
+
+    #[test]
+    fn daa_with_lambda_one_is_dapo(correct in correctness_group(), std in prop_oneof![Just(StdMode::Sample), Just(StdMode::Population)]) {
+        let s = group(5, &correct, 1.0, -1.0);
+        let dapo = EstimatorConfig::from_name("dapo").unwrap().with_std(std).unwrap().build(s.len()).unwrap();
+        let da3po = EstimatorConfig::from_name("da3po").unwrap().with_std(std).unwrap()
+            .with_daa(1.0, 0.5).unwrap().build(s.len()).unwrap();
+        let a = compute_batch(dapo.as_ref(), &s, None).unwrap().advantages;
+        let b = compute_batch(da3po.as_ref(), &s, None).unwrap().advantages;
+        prop_assert_eq!(a, b);
+    }
+
+    #[test]
+    fn daa_touches_exactly_the_correct_responses_of_hard_groups(
+        correct in correctness_group(), lambda in 0.1f64..10.0, tau in 0.01f64..1.0,
+        shaped in prop::collection::vec(-0.5f64..0.0, 24)
+    ) {
+        // Shaped rewards: ±1 plus an overlong-style penalty, so a correct response's reward can
+        // be ≤ 0; amplification must follow the correctness flag regardless.
+        let s: Vec<Sample> = correct.iter().enumerate()
+            .map(|(i, &c)| Sample::new(GroupId(1), if c { 1.0 } else { -1.0 } + 2.0 * shaped[i], c))
+            .collect();
+        let base = EstimatorConfig::from_name("dapo").unwrap().build(s.len()).unwrap();
+        let amp = EstimatorConfig::from_name("da3po").unwrap().with_daa(lambda, tau).unwrap().build(s.len()).unwrap();
+        let a = compute_batch(base.as_ref(), &s, None).unwrap();
+        let b = compute_batch(amp.as_ref(), &s, None).unwrap();
+        let p_hat = correct.iter().filter(|&&c| c).count() as f64 / correct.len() as f64;
+        for i in 0..s.len() {
+            if correct[i] && p_hat < tau {
+                prop_assert!(b.amplified[i]);
+                prop_assert_eq!(b.advantages[i], lambda * a.advantages[i]);
+            } else {
+                prop_assert!(!b.amplified[i]);
+                prop_assert_eq!(b.advantages[i], a.advantages[i]);
+            }
+        }
+        if p_hat >= tau {
+            let sum: f64 = b.advantages.iter().sum();
+            prop_assert!(sum.abs() < 1e-9, "unchanged groups still sum to zero: {}", sum);
+        }
+    }
+
+    #[test]
+    fn permuting_a_batch_permutes_the_output(
+        groups in prop::collection::vec(correctness_group(), 1..6), seed in any::<u64>()
+    ) {
+        let mut s = Vec::new();
+        for (j, c) in groups.iter().enumerate() {
+            s.extend(group(j as u64, c, 1.0, 0.0));
+        }
+        // A deterministic pseudo-random permutation.
+        let mut perm: Vec<usize> = (0..s.len()).collect();
+        let mut x = seed | 1;
+        for i in (1..perm.len()).rev() {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            perm.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        let shuffled: Vec<Sample> = perm.iter().map(|&i| s[i]).collect();
+        for name in rl_advantage::ESTIMATOR_NAMES {
+            let est = EstimatorConfig::from_name(name).unwrap().build(2).unwrap();
+            let a = compute_batch(est.as_ref(), &s, None).unwrap();
+            let b = compute_batch(est.as_ref(), &shuffled, None).unwrap();
+            for (k, &i) in perm.iter().enumerate() {
+                prop_assert!((b.advantages[k] - a.advantages[i]).abs() < 1e-12);
+                prop_assert_eq!(b.amplified[k], a.amplified[i]);
+            }
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! rl-loss (work in progress)

@@ -1,0 +1,247 @@
+use rl_advantage::GroupId;
+use serde::{Deserialize, Serialize};
+
+use crate::{GroupFilter, SamplerError};
+
+/// One prompt's G scored responses from one generation round, with any payload per response
+/// (token ids, log-probs, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RolloutGroup<T> {
+    /// Explicit group id (unique per round and prompt).
+    pub group: GroupId,
+    /// The prompt's stable id (for difficulty tracking across rounds).
+    pub prompt: u64,
+    /// Reward of each response.
+    pub rewards: Vec<f64>,
+    /// Verifier verdict of each response.
+    pub correct: Vec<bool>,
+    /// Payload of each response.
+    pub items: Vec<T>,
+}
+
+impl<T> RolloutGroup<T> {
+    /// Fraction of correct responses.
+    pub fn pass_rate(&self) -> f64 {
+        if self.correct.is_empty() {
+            return 0.0;
+        }
+        self.correct.iter().filter(|&&c| c).count() as f64 / self.correct.len() as f64
+    }
+
+    fn check(&self) -> Result<(), SamplerError> {
+        if self.rewards.len() != self.correct.len() || self.items.len() != self.correct.len() {
+            return Err(SamplerError::MalformedGroup {
+                group: self.group.0,
+                rewards: self.rewards.len(),
+                correct: self.correct.len(),
+                items: self.items.len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What to do when `max_gen_rounds` rounds did not fill the batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExhausted {
+    /// Stop with [`SamplerError::Exhausted`] (verl's behaviour).
+    #[default]
+    Error,
+    /// Return the groups kept so far as a smaller batch.
+    TrainOnKept,
+}
+
+/// Batcher settings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatcherConfig {
+    /// N: groups per training batch.
+    pub target_groups: usize,
+    /// Maximum generation rounds per batch; 0 = unlimited.
+    pub max_gen_rounds: usize,
+    /// Policy when the rounds run out.
+    #[serde(default)]
+    pub on_exhausted: OnExhausted,
+}
+
+/// Counters for one emitted batch (all explicit so that workers can sum them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BatchReport {
+    /// Generation rounds consumed.
+    pub rounds: usize,
+    /// Groups generated and scored.
+    pub groups_seen: usize,
+    /// Groups that passed the filter (including surplus).
+    pub groups_kept: usize,
+    /// Groups in the batch.
+    pub groups_used: usize,
+    /// Kept groups dropped because the batch was full.
+    pub surplus_dropped: usize,
+    /// Filtered groups whose responses were all correct.
+    pub zero_spread_all_correct: usize,
+    /// Filtered groups whose responses were all wrong.
+    pub zero_spread_all_wrong: usize,
+    /// Other filtered groups (e.g. outside a pass-rate band).
+    pub filtered_other: usize,
+    /// Responses generated.
+    pub responses_seen: usize,
+}
+
+impl BatchReport {
+    /// groups_kept / groups_seen.
+    pub fn kept_fraction(&self) -> f64 {
+        ratio(self.groups_kept, self.groups_seen)
+    }
+    /// Fraction of seen groups that were all correct.
+    pub fn frac_all_correct(&self) -> f64 {
+        ratio(self.zero_spread_all_correct, self.groups_seen)
+    }
+    /// Fraction of seen groups that were all wrong.
+    pub fn frac_all_wrong(&self) -> f64 {
+        ratio(self.zero_spread_all_wrong, self.groups_seen)
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// A training batch of kept groups.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch<T> {
+    /// Kept groups in arrival order.
+    pub groups: Vec<RolloutGroup<T>>,
+    /// Counters.
+    pub report: BatchReport,
+    /// True when the batch has fewer than N groups (rounds exhausted, `train_on_kept`).
+    pub partial: bool,
+}
+
+/// DAPO's dynamic sampling buffer.
+///
+/// ```
+/// use rl_sampler::{BatcherConfig, DynamicBatcher, FilterConfig, RolloutGroup};
+/// use rl_advantage::GroupId;
+/// let filter = FilterConfig::from_name("dynamic_sampling").unwrap().build().unwrap();
+/// let mut b = DynamicBatcher::new(
+///     BatcherConfig { target_groups: 1, max_gen_rounds: 3, on_exhausted: Default::default() },
+///     filter,
+/// ).unwrap();
+/// let g = |id, c: [bool; 2]| RolloutGroup { group: GroupId(id), prompt: id, rewards: vec![0.0; 2], correct: c.to_vec(), items: vec![(); 2] };
+/// assert!(b.push_round(vec![g(0, [true, true])]).unwrap().is_none());
+/// let batch = b.push_round(vec![g(1, [true, false])]).unwrap().unwrap();
+/// assert_eq!(batch.report.rounds, 2);
+/// ```
+#[derive(Debug)]
+pub struct DynamicBatcher<T> {
+    config: BatcherConfig,
+    filter: Box<dyn GroupFilter>,
+    kept: Vec<RolloutGroup<T>>,
+    report: BatchReport,
+}
+
+impl<T> DynamicBatcher<T> {
+    /// Validates the configuration.
+    pub fn new(config: BatcherConfig, filter: Box<dyn GroupFilter>) -> Result<Self, SamplerError> {
+        if config.target_groups == 0 {
+            return Err(SamplerError::InvalidConfig {
+                field: "target_groups",
+                value: "0".into(),
+                expected: "an integer >= 1",
+            });
+        }
+        Ok(Self {
+            config,
+            filter,
+            kept: Vec::new(),
+            report: BatchReport::default(),
+        })
+    }
+
+    /// The filter in use.
+    pub fn filter(&self) -> &dyn GroupFilter {
+        self.filter.as_ref()
+    }
+
+    /// Groups kept so far for the batch being filled.
+    pub fn pending(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Counters of the batch being filled.
+    pub fn report(&self) -> BatchReport {
+        self.report
+    }
+
+    /// Adds one generation round. Returns a batch once N groups are kept; `Ok(None)` when more
+    /// rounds are needed; an error (or a partial batch, per [`OnExhausted`]) when the round limit
+    /// is reached.
+    pub fn push_round(
+        &mut self,
+        groups: Vec<RolloutGroup<T>>,
+    ) -> Result<Option<Batch<T>>, SamplerError> {
+        for g in &groups {
+            g.check()?;
+        }
+        self.report.rounds += 1;
+        for g in groups {
+            self.report.groups_seen += 1;
+            self.report.responses_seen += g.correct.len();
+            if self.filter.keep(&g.rewards, &g.correct) {
+                self.report.groups_kept += 1;
+                if self.kept.len() < self.config.target_groups {
+                    self.kept.push(g);
+                } else {
+                    self.report.surplus_dropped += 1;
+                }
+            } else if !g.correct.is_empty() && g.correct.iter().all(|&c| c) {
+                self.report.zero_spread_all_correct += 1;
+            } else if g.correct.iter().all(|&c| !c) {
+                self.report.zero_spread_all_wrong += 1;
+            } else {
+                self.report.filtered_other += 1;
+            }
+        }
+        if self.kept.len() >= self.config.target_groups {
+            return Ok(Some(self.emit(false)));
+        }
+        if self.config.max_gen_rounds > 0 && self.report.rounds >= self.config.max_gen_rounds {
+            return match self.config.on_exhausted {
+                OnExhausted::TrainOnKept if !self.kept.is_empty() => Ok(Some(self.emit(true))),
+                _ => {
+                    let r = self.report;
+                    let err = SamplerError::Exhausted {
+                        rounds: r.rounds,
+                        kept: self.kept.len(),
+                        needed: self.config.target_groups,
+                        seen: r.groups_seen,
+                        all_correct: r.zero_spread_all_correct,
+                        all_wrong: r.zero_spread_all_wrong,
+                    };
+                    self.reset();
+                    Err(err)
+                }
+            };
+        }
+        Ok(None)
+    }
+
+    fn emit(&mut self, partial: bool) -> Batch<T> {
+        let mut report = self.report;
+        report.groups_used = self.kept.len();
+        let groups = std::mem::take(&mut self.kept);
+        self.report = BatchReport::default();
+        Batch {
+            groups,
+            report,
+            partial,
+        }
+    }
+
+    /// Drops pending groups and counters (e.g. after an error).
+    pub fn reset(&mut self) {
+        self.kept.clear();
+        self.report = BatchReport::default();
+    }
+}

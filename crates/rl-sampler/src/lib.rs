@@ -1,0 +1,27 @@
+//! # rl-sampler — group filters, DAPO dynamic sampling and difficulty tracking
+//!
+//! Plain Rust, no tensor framework.
+//!
+//! * [`GroupFilter`]: decides whether a group of G scored responses is kept. Built-ins:
+//!   DAPO dynamic sampling (keep iff the metric — correctness by default, or the reward — has
+//!   non-zero spread, i.e. 0 < #correct < G: DAPO Eq. 11's constraint
+//!   0 < |{o_i : is_equivalent(a, o_i)}| < G), a pass-rate band (keep iff min < p̂ < max) and
+//!   none.
+//! * [`DynamicBatcher`]: DAPO Algorithm 1's dynamic sampling buffer. It takes generation rounds,
+//!   keeps the groups that pass the filter and returns a batch once N groups are kept (surplus
+//!   truncated deterministically: first kept, first used), or stops after `max_gen_rounds`
+//!   rounds (0 = unlimited) with an explicit policy: error, or train on what was kept.
+//! * [`DifficultyTracker`]: a per-prompt running pass-rate estimate that curricula and DAA
+//!   variants can read.
+
+mod batcher;
+mod difficulty;
+mod error;
+mod filter;
+
+pub use batcher::{Batch, BatchReport, BatcherConfig, DynamicBatcher, OnExhausted, RolloutGroup};
+pub use difficulty::{DifficultyTracker, PromptStats};
+pub use error::SamplerError;
+pub use filter::{
+    DynamicSampling, FILTER_NAMES, FilterConfig, FilterMetric, GroupFilter, NoFilter, PassRateBand,
+};

@@ -1,0 +1,1 @@
+//! rl-trainer (work in progress)

@@ -1,0 +1,26 @@
+//! # rlvr — reinforcement learning with verifiable rewards on burn
+//!
+//! The umbrella package: it re-exports the workspace crates, selects the backend once
+//! ([`backend`]), draws plots ([`plot`]) and implements the `rlvr` command line ([`cli`]).
+//!
+//! | crate | what it does | burn? |
+//! |---|---|---|
+//! | [`advantage`] (`rl-advantage`) | GRPO, Dr. GRPO, RLOO, DAPO, DA3PO advantages; Theorem 3.1 of DA3PO | no |
+//! | [`sampler`] (`rl-sampler`) | dynamic sampling, group filters, difficulty tracking | no |
+//! | [`verifier`] (`rl-verifier`) | math verifiers, reward combinators, overlong shaping | no |
+//! | [`loss`] (`rl-loss`) | PPO/clip-higher/dual-clip/GSPO losses, aggregation, KL | yes |
+//! | [`models`] (`rl-models`) | Qwen3, generation, tokenizer | yes |
+//! | [`trainer`] (`rl-trainer`) | the GRPO/DAPO/DA3PO/GSPO training loop | yes |
+//! | [`datamix`] (`rl-datamix`) | online data mixing: uniform, ODM, HDS | yes |
+
+pub use rl_advantage as advantage;
+pub use rl_datamix as datamix;
+pub use rl_loss as loss;
+pub use rl_models as models;
+pub use rl_sampler as sampler;
+pub use rl_trainer as trainer;
+pub use rl_verifier as verifier;
+
+pub mod backend;
+pub mod cli;
+pub mod plot;
