@@ -71,7 +71,8 @@ fn rloo_golden() {
 #[test]
 fn da3po_table_of_reference_values() {
     // (G, k, A+ pop, A+ unbiased, DAA A+ pop, DAA A+ unbiased or None when unchanged)
-    let rows: [(usize, usize, f64, f64, Option<(f64, f64)>); 6] = [
+    type Row = (usize, usize, f64, f64, Option<(f64, f64)>);
+    let rows: [Row; 6] = [
         (8, 1, 2.6458, 2.4749, Some((5.2915, 4.9497))),
         (8, 2, 1.7321, 1.6202, Some((3.4641, 3.2404))),
         (8, 4, 1.0000, 0.9354, None),
@@ -358,8 +359,8 @@ proptest! {
         let a = compute_batch(base.as_ref(), &s, None).unwrap();
         let b = compute_batch(amp.as_ref(), &s, None).unwrap();
         let p_hat = correct.iter().filter(|&&c| c).count() as f64 / correct.len() as f64;
-        for i in 0..s.len() {
-            if correct[i] && p_hat < tau {
+        for (i, &c) in correct.iter().enumerate() {
+            if c && p_hat < tau {
                 prop_assert!(b.amplified[i]);
                 prop_assert_eq!(b.advantages[i], lambda * a.advantages[i]);
             } else {
