@@ -1,0 +1,61 @@
+//! # rl-verifier — rule-based verifiers that never hang, never panic and never silently score 0
+//!
+//! Pure Rust (no tensor framework, no Python): a trainer on any stack can depend on this crate.
+//!
+//! ## Verifiers ([`Verifier`], built by name with [`VerifierConfig::from_name`])
+//!
+//! Every check returns a typed [`Outcome`] — `Correct`, `Incorrect`, `Unparseable { side,
+//! reason }` or `OverBudget { what }` — plus the extracted prediction. Work is bounded by an
+//! explicit [`Budget`] (input bytes, nesting depth, digits, steps): no threads, signals or
+//! timeouts. [`OutcomeCounts`] counts outcomes by kind (mergeable across workers) so that a
+//! verifier failure shows up as a failure, not as a silent 0.
+//!
+//! | name | behaviour | reference |
+//! |---|---|---|
+//! | `dapo` | verl's `math_dapo`: last 300 chars, last `(?i)Answer\s*:\s*(.+)` match, `normalize_final_answer`, exact string equality; strict-box mode | [`dapo`] |
+//! | `math` | math-verify–style equivalence: boxed / answer-line / `$…$` / final-number extraction, a LaTeX + plain-text parser, exact big-rational arithmetic, balls for irrationals, seeded random points for free variables | [`math`] |
+//!
+//! ## Rewards
+//!
+//! * [`RewardMap`]: outcome → reward (`binary` 1/0, `signed` +1/−1, or any values per outcome).
+//! * [`RewardConfig`] / [`WeightedSum`]: Σ wᵢ·rᵢ over correctness and format terms
+//!   ([`FormatCheck`]), keeping every term's value for logging.
+//! * [`OverlongPolicy`] (reward shaping, lengths in tokens from the sampler via
+//!   [`ResponseLength`]): DAPO's soft overlong punishment
+//!   R(L) = 0 for L ≤ L_max − L_cache, ((L_max − L_cache) − L)/L_cache for
+//!   L_max − L_cache < L ≤ L_max, −1 for L > L_max (L_max 20480, L_cache 4096: 18432 → −0.5);
+//!   or masking truncated samples out of the loss.
+//!
+//! ```
+//! use rl_verifier::{OverlongPolicy, ResponseLength, VerifierConfig};
+//! let cfg = VerifierConfig::from_name("math").unwrap();
+//! let verifier = cfg.build().unwrap();
+//! let rewards = cfg.default_rewards(); // 1 / 0 for `math`, +1 / −1 for `dapo`
+//! let v = verifier.verify("... so the answer is $\\boxed{\\dfrac{1}{2}}$.", "0.5");
+//! assert!(v.is_correct());
+//! let shaped = OverlongPolicy::dapo().shape(rewards.reward(&v.outcome), ResponseLength::finished(18432));
+//! assert_eq!(shaped.reward, 0.5);
+//! ```
+
+mod budget;
+pub mod combine;
+pub mod dapo;
+mod error;
+pub mod math;
+mod outcome;
+mod reward;
+mod shaping;
+mod verifier;
+
+pub use budget::Budget;
+pub use combine::{
+    ComponentScore, ComponentValue, Correctness, FORMAT_CHECK_NAMES, FormatCheck, FormatReward,
+    RewardBreakdown, RewardConfig, RewardFunction, RewardKind, WeightedReward, WeightedSum,
+};
+pub use dapo::{DapoConfig, DapoVerifier};
+pub use error::ConfigError;
+pub use math::{BoxedMode, ExtractionConfig, MathConfig, MathVerifier};
+pub use outcome::{AnswerSource, Outcome, OutcomeCounts, OutcomeKind, Side, Verification};
+pub use reward::RewardMap;
+pub use shaping::{OverlongPolicy, ResponseLength, ShapedReward, soft_overlong_penalty};
+pub use verifier::{VERIFIER_NAMES, Verifier, VerifierConfig};

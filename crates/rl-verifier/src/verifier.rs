@@ -1,0 +1,109 @@
+//! The verifier trait and the name registry.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dapo::DapoConfig;
+use crate::math::MathConfig;
+use crate::{Budget, ConfigError, RewardMap, Verification};
+
+/// Names accepted by [`VerifierConfig::from_name`], in registry order.
+pub const VERIFIER_NAMES: [&str; 2] = ["dapo", "math"];
+
+/// Checks a model response against a gold answer.
+///
+/// `verify` never panics and never blocks: every input, however large or malformed, gets an
+/// [`crate::Outcome`] within the verifier's [`Budget`]. The gold answer is the second argument
+/// (and is examined first): verification is not symmetric.
+pub trait Verifier: Send + Sync + fmt::Debug {
+    /// Registry name.
+    fn name(&self) -> &'static str;
+
+    /// Verifies one response against one gold answer.
+    fn verify(&self, response: &str, gold: &str) -> Verification;
+}
+
+/// A verifier configuration, tagged by name so that it round-trips through JSON and TOML:
+/// `{"name": "math", "budget": {"max_steps": 100000}}` or `{"name": "dapo", "strict_box": true}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "snake_case")]
+pub enum VerifierConfig {
+    /// verl `math_dapo` parity ([`crate::dapo`]).
+    Dapo(DapoConfig),
+    /// Mathematical equivalence ([`crate::math`]).
+    Math(MathConfig),
+}
+
+impl VerifierConfig {
+    /// The default configuration of a registered verifier; unknown names are an error listing
+    /// [`VERIFIER_NAMES`].
+    pub fn from_name(name: &str) -> Result<Self, ConfigError> {
+        match name {
+            "dapo" => Ok(VerifierConfig::Dapo(DapoConfig::default())),
+            "math" => Ok(VerifierConfig::Math(MathConfig::default())),
+            other => Err(ConfigError::UnknownName {
+                what: "verifier",
+                name: other.to_string(),
+                valid: VERIFIER_NAMES.to_vec(),
+            }),
+        }
+    }
+
+    /// The registry name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            VerifierConfig::Dapo(_) => "dapo",
+            VerifierConfig::Math(_) => "math",
+        }
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> &Budget {
+        match self {
+            VerifierConfig::Dapo(c) => &c.budget,
+            VerifierConfig::Math(c) => &c.budget,
+        }
+    }
+
+    /// The budget, for editing.
+    pub fn budget_mut(&mut self) -> &mut Budget {
+        match self {
+            VerifierConfig::Dapo(c) => &mut c.budget,
+            VerifierConfig::Math(c) => &mut c.budget,
+        }
+    }
+
+    /// The reward mapping the verifier's reference implementation uses: +1/−1 for `dapo`
+    /// (verl's `compute_score`), 1/0 for `math` (math-verify as TRL uses it).
+    pub fn default_rewards(&self) -> RewardMap {
+        match self {
+            VerifierConfig::Dapo(_) => RewardMap::signed(),
+            VerifierConfig::Math(_) => RewardMap::binary(),
+        }
+    }
+
+    /// Validates the configuration and builds the verifier.
+    pub fn build(&self) -> Result<Box<dyn Verifier>, ConfigError> {
+        Ok(match self {
+            VerifierConfig::Dapo(c) => Box::new(c.build()?),
+            VerifierConfig::Math(c) => Box::new(c.clone().build()?),
+        })
+    }
+}
+
+impl FromStr for VerifierConfig {
+    type Err = ConfigError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        VerifierConfig::from_name(s)
+    }
+}
+
+impl Default for VerifierConfig {
+    /// The `math` verifier with default settings.
+    fn default() -> Self {
+        VerifierConfig::Math(MathConfig::default())
+    }
+}
