@@ -20,6 +20,18 @@ enum Command {
     Theory(cli::theory::TheoryArgs),
     /// Group advantages for JSON lines {"group","rewards","correct"} read on stdin.
     Advantages(cli::advantages::AdvantagesArgs),
+    /// Verify JSON lines {"response","answer"} read on stdin with the dapo or math verifier.
+    Verify(cli::verify::VerifyArgs),
+    /// Per-token log-probs of JSON lines {"ids": [..]} under a Qwen3 model.
+    Score(cli::score::ScoreArgs),
+    /// Continue a prompt (--prompt TEXT or --ids 1,2,3) with a Qwen3 model; prints one JSON object.
+    Generate(cli::generate::GenerateArgs),
+    /// Online data mixing (uniform, ODM, HDS) on an LM trained on text domains, from a TOML config.
+    Mix(cli::mix::MixArgs),
+    /// Train with GRPO / Dr. GRPO / DAPO / DA3PO / GSPO from a TOML config (embedded arithmetic run without model.path).
+    Train(cli::train::TrainArgs),
+    /// Compare algorithms (default GRPO, DAPO, DA3PO) on the embedded task over seeds at equal rollout budgets.
+    Compare(cli::compare::CompareArgs),
 }
 
 fn main() {
@@ -38,6 +50,12 @@ fn main() {
     let code = match cli.command {
         Command::Theory(args) => cli::theory::run(args, &mut io),
         Command::Advantages(args) => cli::advantages::run(args, &mut io),
+        Command::Verify(args) => cli::verify::run(args, &mut io),
+        Command::Score(args) => cli::score::run(args, &mut io),
+        Command::Generate(args) => cli::generate::run(args, &mut io),
+        Command::Mix(args) => cli::mix::run(args, &mut io),
+        Command::Train(args) => cli::train::run(args, &mut io),
+        Command::Compare(args) => cli::compare::run(args, &mut io),
     };
     std::process::exit(code);
 }

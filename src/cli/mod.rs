@@ -7,7 +7,13 @@
 use std::io::{BufRead, Write};
 
 pub mod advantages;
+pub mod compare;
+pub mod generate;
+pub mod mix;
+pub mod score;
 pub mod theory;
+pub mod train;
+pub mod verify;
 
 /// Exit code for success.
 pub const EXIT_OK: i32 = 0;

@@ -1,0 +1,563 @@
+//! The training configuration, algorithm presets and TOML overrides.
+//!
+//! A config names an `algorithm` preset (`grpo`, `dr_grpo`, `dapo`, `da3po`, `gspo`) which sets
+//! the algorithm's paper defaults; every field can then be overridden in TOML, field by field.
+//! Unknown keys anywhere are errors. The resolved config is printed at start and saved beside
+//! checkpoints.
+
+use std::path::{Path, PathBuf};
+
+use rl_advantage::{EstimatorConfig, StdMode};
+use rl_loss::{Aggregation, KlConfig, KlEstimator, LossConfig, PolicyLoss};
+use rl_sampler::{FilterConfig, FilterMetric, OnExhausted};
+use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
+use serde::{Deserialize, Serialize};
+
+use crate::TrainerError;
+
+/// Registered algorithm presets.
+pub const ALGORITHMS: [&str; 5] = ["grpo", "dr_grpo", "dapo", "da3po", "gspo"];
+
+/// Where the policy comes from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    /// A directory with an HF `config.json` + safetensors checkpoint.
+    pub path: Option<PathBuf>,
+    /// `tokenizer.json`; defaults to `<path>/tokenizer.json`.
+    pub tokenizer: Option<PathBuf>,
+    /// Ids the tokenizer does not define are masked from sampling (Qwen3: 151,669 of 151,936);
+    /// defaults to the tokenizer's count.
+    pub allowed_vocab_size: Option<usize>,
+}
+
+/// The prompt set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataSection {
+    /// Training prompts: `.jsonl`/`.json` (JSON lines) or `.parquet`.
+    pub train: Option<PathBuf>,
+    /// Held-out prompts for evaluation (same formats).
+    pub eval: Option<PathBuf>,
+    /// Column holding the problem: a string, or a list of chat messages (DAPO-Math-17K's `prompt`).
+    pub prompt_key: String,
+    /// Column holding the ground truth; dots descend into objects (`reward_model.ground_truth`).
+    pub answer_key: String,
+    /// Optional column naming a difficulty tier for per-tier metrics.
+    pub tier_key: Option<String>,
+    /// How a problem becomes the user message.
+    pub template: PromptTemplate,
+    /// Wrap the user message in the Qwen chat template.
+    pub chat_template: bool,
+    /// Append an empty `<think>\n\n</think>\n\n` block (Qwen3 non-thinking mode).
+    pub disable_thinking: bool,
+}
+
+impl Default for DataSection {
+    fn default() -> Self {
+        Self {
+            train: None,
+            eval: None,
+            prompt_key: "prompt".into(),
+            answer_key: "reward_model.ground_truth".into(),
+            tier_key: None,
+            template: PromptTemplate::Dapo,
+            chat_template: true,
+            disable_thinking: false,
+        }
+    }
+}
+
+/// The text around a problem.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptTemplate {
+    /// The problem as is (also when the prompt column already holds rendered chat messages).
+    Raw,
+    /// DAPO's: "Solve the following math problem step by step. The last line of your response
+    /// should be of the form Answer: $Answer (without quotes) where $Answer is the answer to the
+    /// problem.\n\n{problem}\n\nRemember to put your answer on its own line after \"Answer:\"".
+    Dapo,
+    /// A custom template containing `{problem}`.
+    Custom(String),
+}
+
+/// Rollout generation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RolloutSection {
+    /// G: responses per prompt.
+    pub group_size: usize,
+    /// Prompts sampled per generation round (DAPO's gen_batch_size).
+    pub prompts_per_round: usize,
+    /// Maximum generated tokens (L_max).
+    pub max_new_tokens: usize,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Nucleus sampling.
+    pub top_p: f32,
+    /// Top-k (0 = off).
+    pub top_k: usize,
+    /// Sequences per generation call (memory bound); 0 = all of a round at once.
+    #[serde(default)]
+    pub generation_batch: usize,
+}
+
+/// Dynamic batching.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchSection {
+    /// N: groups per training step.
+    pub groups_per_step: usize,
+    /// Generation rounds allowed per step (0 = unlimited).
+    pub max_gen_rounds: usize,
+    /// What to do when the rounds run out.
+    #[serde(default)]
+    pub on_exhausted: OnExhausted,
+}
+
+/// Verification and reward shaping.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewardSection {
+    /// The verifier.
+    pub verifier: VerifierConfig,
+    /// Outcome → reward (defaults to the verifier's reference mapping).
+    pub rewards: Option<RewardMap>,
+    /// Overlong handling.
+    #[serde(default)]
+    pub overlong: OverlongPolicy,
+}
+
+/// Optimisation.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptimSection {
+    /// Peak learning rate (constant after warm-up).
+    pub lr: f64,
+    /// Linear warm-up steps (rollout steps).
+    pub warmup_steps: usize,
+    /// AdamW decoupled weight decay.
+    pub weight_decay: f64,
+    /// Global gradient-norm clip (0 = off), as torch's clip_grad_norm_.
+    pub grad_clip: f64,
+    /// AdamW β1.
+    pub beta1: f64,
+    /// AdamW β2.
+    pub beta2: f64,
+    /// AdamW ε.
+    pub eps: f64,
+    /// μ: passes over each rollout batch.
+    pub epochs: usize,
+    /// Optimizer steps per pass (the batch is split into this many mini-batches of whole groups).
+    pub mini_batches: usize,
+    /// Sequences per forward/backward (gradient accumulation inside a mini-batch).
+    pub micro_batch: usize,
+}
+
+/// Checkpointing.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSection {
+    /// Save every this many steps (0 = only at the end).
+    pub every: usize,
+    /// Checkpoints kept on disk.
+    pub keep: usize,
+}
+
+/// Evaluation on the held-out set.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSection {
+    /// Evaluate every this many steps (0 = only before and after training).
+    pub every: usize,
+    /// Samples per prompt (avg@k, pass@k).
+    pub k: usize,
+    /// Sampling temperature.
+    pub temperature: f32,
+    /// Nucleus sampling.
+    pub top_p: f32,
+    /// At most this many held-out prompts (0 = all).
+    pub max_prompts: usize,
+}
+
+/// Everything a training run needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// The preset the algorithm sections started from.
+    pub algorithm: String,
+    /// Master seed (prompt order, sampling).
+    pub seed: u64,
+    /// Training (rollout) steps.
+    pub steps: usize,
+    /// Stop once this many responses have been generated in total (0 = no budget; `steps`
+    /// still caps the run), so that algorithms that re-sample (dynamic sampling) can be compared
+    /// at equal generation cost.
+    #[serde(default)]
+    pub rollout_budget: usize,
+    /// Run folder: metrics.jsonl, config.toml, checkpoints/.
+    pub out_dir: PathBuf,
+    /// The policy.
+    #[serde(default)]
+    pub model: ModelSection,
+    /// The prompts.
+    #[serde(default)]
+    pub data: DataSection,
+    /// Generation.
+    pub rollout: RolloutSection,
+    /// Dynamic batching.
+    pub batch: BatchSection,
+    /// Group filter.
+    pub filter: FilterConfig,
+    /// Advantage estimator.
+    pub advantage: EstimatorConfig,
+    /// Policy loss, aggregation, KL, entropy.
+    pub loss: LossConfig,
+    /// Verification and shaping.
+    pub reward: RewardSection,
+    /// Optimisation.
+    pub optim: OptimSection,
+    /// Checkpoints.
+    pub checkpoint: CheckpointSection,
+    /// Evaluation.
+    pub eval: EvalSection,
+}
+
+impl Default for TrainConfig {
+    /// DA3PO with DAPO's recipe scaled to a small run (G = 16, 32 groups per step).
+    fn default() -> Self {
+        let mut c = TrainConfig {
+            algorithm: String::new(),
+            seed: 0,
+            steps: 100,
+            rollout_budget: 0,
+            out_dir: PathBuf::from("runs/rlvr"),
+            model: ModelSection::default(),
+            data: DataSection::default(),
+            rollout: RolloutSection {
+                group_size: 16,
+                prompts_per_round: 64,
+                max_new_tokens: 1024,
+                temperature: 1.0,
+                top_p: 1.0,
+                top_k: 0,
+                generation_batch: 0,
+            },
+            batch: BatchSection {
+                groups_per_step: 32,
+                max_gen_rounds: 10,
+                on_exhausted: OnExhausted::Error,
+            },
+            filter: FilterConfig::None,
+            advantage: EstimatorConfig::from_name("grpo").expect("registered"),
+            loss: LossConfig {
+                policy: PolicyLoss::from_name("ppo").expect("registered"),
+                aggregation: Aggregation::TokenMean,
+                kl: None,
+                entropy_coef: 0.0,
+            },
+            reward: RewardSection {
+                verifier: VerifierConfig::from_name("dapo").expect("registered"),
+                rewards: None,
+                overlong: OverlongPolicy::Off,
+            },
+            optim: OptimSection {
+                lr: 1e-6,
+                warmup_steps: 10,
+                weight_decay: 0.1,
+                grad_clip: 1.0,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+                epochs: 1,
+                mini_batches: 1,
+                micro_batch: 8,
+            },
+            checkpoint: CheckpointSection { every: 50, keep: 2 },
+            eval: EvalSection {
+                every: 0,
+                k: 8,
+                temperature: 1.0,
+                top_p: 0.7,
+                max_prompts: 0,
+            },
+        };
+        c.apply_preset("da3po").expect("registered preset");
+        c
+    }
+}
+
+impl TrainConfig {
+    /// Sets the algorithm sections (filter, estimator, loss, shaping, mini-batching) to the
+    /// preset's paper defaults, keeping the run-size fields.
+    ///
+    /// * `grpo` (DeepSeekMath): no filter, z-score (sample std), PPO ε 0.2, seq-mean-token-mean,
+    ///   k3 KL with β = 0.04 to the initial policy.
+    /// * `dr_grpo`: mean-centred advantages, PPO ε 0.2, token sum over a constant (max length).
+    /// * `dapo`: dynamic sampling on correctness, clip-higher 0.2/0.28 with dual-clip c = 10
+    ///   (verl's DAPO script), token-mean, soft overlong punishment with L_cache = L_max/5
+    ///   (20480/4096 in the paper), ±1 rewards, no KL.
+    /// * `da3po`: `dapo` + DAA (λ = 2, τ = 0.5).
+    /// * `gspo`: sequence-level ratio with ε 3e-4/4e-4, seq-mean-token-mean, 4 mini-batches per
+    ///   rollout batch (TRL's steps_per_generation = 4), no KL.
+    ///
+    /// Run-size fields (group size, batch sizes, lengths, learning rate, epochs, and the number of
+    /// mini-batches except for GSPO) are left as they are.
+    pub fn apply_preset(&mut self, name: &str) -> Result<(), TrainerError> {
+        let max_len = self.rollout.max_new_tokens.max(1);
+        let ppo = |lo: f64, hi: f64, dual: Option<f64>| PolicyLoss::Ppo {
+            clip_low: lo,
+            clip_high: hi,
+            dual_clip: dual,
+        };
+        let dapo_overlong = OverlongPolicy::SoftPunish {
+            max_len,
+            cache_len: (max_len / 5).max(1),
+            penalty_factor: 1.0,
+            mask_truncated: false,
+        };
+        let est = |n: &str| EstimatorConfig::from_name(n).expect("registered estimator");
+        match name {
+            "grpo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("grpo").with_std(StdMode::Sample).expect("grpo has std");
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.2, None),
+                    aggregation: Aggregation::SeqMeanTokenMean,
+                    kl: Some(KlConfig {
+                        estimator: KlEstimator::K3,
+                        coef: 0.04,
+                        straight_through: false,
+                    }),
+                    entropy_coef: 0.0,
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
+            "dr_grpo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("dr_grpo");
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.2, None),
+                    aggregation: Aggregation::SeqMeanTokenSumNorm {
+                        constant: max_len as f64,
+                    },
+                    kl: None,
+                    entropy_coef: 0.0,
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
+            "dapo" | "da3po" => {
+                self.filter = FilterConfig::DynamicSampling {
+                    metric: FilterMetric::Correct,
+                    reward_tol: 0.0,
+                };
+                self.advantage = if name == "dapo" {
+                    est("dapo")
+                } else {
+                    est("da3po")
+                };
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.28, Some(10.0)),
+                    aggregation: Aggregation::TokenMean,
+                    kl: None,
+                    entropy_coef: 0.0,
+                };
+                self.reward.overlong = dapo_overlong;
+            }
+            "gspo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("grpo");
+                self.loss = LossConfig {
+                    policy: PolicyLoss::from_name("gspo").expect("registered"),
+                    aggregation: Aggregation::SeqMeanTokenMean,
+                    kl: None,
+                    entropy_coef: 0.0,
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+                self.optim.mini_batches = 4;
+            }
+            other => {
+                return Err(TrainerError::Config {
+                    field: "algorithm".into(),
+                    message: format!(
+                        "unknown algorithm `{other}`; valid names: {}",
+                        ALGORITHMS.join(", ")
+                    ),
+                });
+            }
+        }
+        self.algorithm = name.to_string();
+        Ok(())
+    }
+
+    /// `base` with the preset named by the TOML's `algorithm` key (default: base's), then every
+    /// key of the TOML on top. Unknown keys are errors naming the key.
+    pub fn from_toml_str(text: &str, base: &TrainConfig) -> Result<Self, TrainerError> {
+        let user: toml::Table = toml::from_str(text).map_err(|e| TrainerError::Config {
+            field: "<toml>".into(),
+            message: e.to_string(),
+        })?;
+        let mut cfg = base.clone();
+        if let Some(v) = user.get("algorithm") {
+            let name = v.as_str().ok_or_else(|| TrainerError::Config {
+                field: "algorithm".into(),
+                message: format!("expected a string, one of: {}", ALGORITHMS.join(", ")),
+            })?;
+            cfg.apply_preset(name)?;
+        }
+        let mut merged = toml::Table::try_from(&cfg).map_err(|e| TrainerError::Config {
+            field: "<config>".into(),
+            message: e.to_string(),
+        })?;
+        merge_toml(&mut merged, user);
+        let cfg: TrainConfig =
+            toml::Value::Table(merged)
+                .try_into()
+                .map_err(|e: toml::de::Error| TrainerError::Config {
+                    field: "<toml>".into(),
+                    message: e.to_string(),
+                })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Reads a TOML file (see [`TrainConfig::from_toml_str`]).
+    pub fn from_toml_file(path: &Path, base: &TrainConfig) -> Result<Self, TrainerError> {
+        let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
+        Self::from_toml_str(&text, base)
+    }
+
+    /// The resolved config as TOML (printed at start, saved beside checkpoints).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# unserialisable config: {e}\n"))
+    }
+
+    /// Cross-field checks; every message names the field.
+    pub fn validate(&self) -> Result<(), TrainerError> {
+        let bad = |field: &str, message: String| {
+            Err(TrainerError::Config {
+                field: field.into(),
+                message,
+            })
+        };
+        if self.rollout.group_size < 2 {
+            return bad(
+                "rollout.group_size",
+                format!(
+                    "{} (a group needs at least 2 responses)",
+                    self.rollout.group_size
+                ),
+            );
+        }
+        if self.rollout.prompts_per_round == 0 {
+            return bad("rollout.prompts_per_round", "0 (must be >= 1)".into());
+        }
+        if self.rollout.max_new_tokens == 0 {
+            return bad("rollout.max_new_tokens", "0 (must be >= 1)".into());
+        }
+        if self.batch.groups_per_step == 0 {
+            return bad("batch.groups_per_step", "0 (must be >= 1)".into());
+        }
+        if self.optim.epochs == 0 || self.optim.mini_batches == 0 || self.optim.micro_batch == 0 {
+            return bad(
+                "optim.epochs/mini_batches/micro_batch",
+                "must all be >= 1".into(),
+            );
+        }
+        if self.optim.mini_batches > self.batch.groups_per_step {
+            return bad(
+                "optim.mini_batches",
+                format!(
+                    "{} mini-batches of whole groups need at least as many groups per step ({})",
+                    self.optim.mini_batches, self.batch.groups_per_step
+                ),
+            );
+        }
+        if !(self.optim.lr.is_finite() && self.optim.lr >= 0.0) {
+            return bad(
+                "optim.lr",
+                format!("{} (a finite number >= 0)", self.optim.lr),
+            );
+        }
+        if !(self.optim.grad_clip.is_finite() && self.optim.grad_clip >= 0.0) {
+            return bad(
+                "optim.grad_clip",
+                format!("{} (a finite number >= 0; 0 = off)", self.optim.grad_clip),
+            );
+        }
+        if self.eval.k == 0 {
+            return bad("eval.k", "0 (must be >= 1)".into());
+        }
+        if let PromptTemplate::Custom(t) = &self.data.template
+            && !t.contains("{problem}")
+        {
+            return bad(
+                "data.template",
+                "a custom template must contain {problem}".into(),
+            );
+        }
+        self.advantage
+            .build(self.rollout.group_size)
+            .map_err(|e| TrainerError::Config {
+                field: "advantage".into(),
+                message: e.to_string(),
+            })?;
+        self.filter.build().map_err(|e| TrainerError::Config {
+            field: "filter".into(),
+            message: e.to_string(),
+        })?;
+        self.loss.validate().map_err(|e| TrainerError::Config {
+            field: "loss".into(),
+            message: e.to_string(),
+        })?;
+        self.reward
+            .verifier
+            .build()
+            .map_err(|e| TrainerError::Config {
+                field: "reward.verifier".into(),
+                message: e.to_string(),
+            })?;
+        if let Some(r) = &self.reward.rewards {
+            r.validate().map_err(|e| TrainerError::Config {
+                field: "reward.rewards".into(),
+                message: e.to_string(),
+            })?;
+        }
+        self.reward
+            .overlong
+            .validate()
+            .map_err(|e| TrainerError::Config {
+                field: "reward.overlong".into(),
+                message: e.to_string(),
+            })?;
+        Ok(())
+    }
+
+    /// The reward mapping in use.
+    pub fn reward_map(&self) -> RewardMap {
+        self.reward
+            .rewards
+            .unwrap_or_else(|| self.reward.verifier.default_rewards())
+    }
+}
+
+/// Recursive TOML merge: tables merge key by key, anything else replaces. A table that selects a
+/// different variant of a tagged enum (its `name` or `kind` differs) replaces the preset's table
+/// instead of merging into it, so the old variant's fields do not leak into the new one.
+pub fn merge_toml(base: &mut toml::Table, over: toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o))
+                if ["name", "kind"]
+                    .iter()
+                    .all(|tag| o.get(*tag).is_none() || o.get(*tag) == b.get(*tag)) =>
+            {
+                merge_toml(b, o)
+            }
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Turning scored sequences into loss tensors and gradient updates.
+
+use burn::optim::{GradientsAccumulator, GradientsParams};
+use burn::prelude::*;
+use burn::tensor::backend::AutodiffBackend;
+use rl_loss::{
+    Aggregation, GlobalCounts, LossConfig, LossInput, LossMetrics, aggregate, compute_loss,
+};
+use rl_models::EntropyMode;
+
+use crate::TrainerError;
+use crate::optim::AdamWOptimizer;
+use crate::policy::Policy;
+
+/// One sequence of a training batch (host data).
+#[derive(Clone, Debug)]
+pub struct TrainSeq<'a> {
+    /// Prompt ids.
+    pub prompt: &'a [u32],
+    /// Response ids (trained tokens).
+    pub response: &'a [u32],
+    /// π_old log-prob of each response token.
+    pub old_logp: &'a [f32],
+    /// Reference log-prob of each response token (KL only).
+    pub ref_logp: Option<&'a [f32]>,
+    /// The sequence's advantage.
+    pub advantage: f32,
+    /// False: masked out of the loss (overlong filtering).
+    pub train: bool,
+}
+
+/// Valid (trained) tokens and non-empty sequences of `seqs`: the global counts of a mini-batch.
+pub fn counts(seqs: &[TrainSeq<'_>]) -> GlobalCounts {
+    GlobalCounts::from_lengths(
+        &seqs
+            .iter()
+            .map(|s| if s.train { s.response.len() } else { 0 })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Host-side tensors aligned with `Policy::logprobs` of the concatenated sequences:
+/// width W = max(len) − 1; the log-prob of response token j of a sequence whose prompt has p
+/// tokens sits at position p − 1 + j.
+struct Aligned {
+    ids: Vec<Vec<u32>>,
+    width: usize,
+    mask: Vec<bool>,
+    old: Vec<f32>,
+    reference: Vec<f32>,
+    adv: Vec<f32>,
+}
+
+fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
+    let ids: Vec<Vec<u32>> = seqs
+        .iter()
+        .map(|s| [s.prompt, s.response].concat())
+        .collect();
+    let width = ids
+        .iter()
+        .map(Vec::len)
+        .max()
+        .unwrap_or(1)
+        .saturating_sub(1)
+        .max(1);
+    let n = seqs.len() * width;
+    let (mut mask, mut old, mut reference, mut adv) =
+        (vec![false; n], vec![0f32; n], vec![0f32; n], vec![0f32; n]);
+    for (i, s) in seqs.iter().enumerate() {
+        let start = s.prompt.len().saturating_sub(1);
+        for j in 0..s.response.len() {
+            let k = i * width + start + j;
+            mask[k] = s.train;
+            old[k] = s.old_logp.get(j).copied().unwrap_or(0.0);
+            reference[k] = s.ref_logp.and_then(|r| r.get(j).copied()).unwrap_or(0.0);
+            adv[k] = s.advantage;
+        }
+    }
+    Aligned {
+        ids,
+        width,
+        mask,
+        old,
+        reference,
+        adv,
+    }
+}
+
+fn tensor<B: Backend>(v: Vec<f32>, shape: [usize; 2], device: &B::Device) -> Tensor<B, 2> {
+    Tensor::from_data(TensorData::new(v, shape), device)
+}
+
+/// One optimizer update over a mini-batch: micro-batches of `micro` sequences are forwarded and
+/// back-propagated one at a time with the mini-batch's global counts, their gradients
+/// accumulated, then clipped and applied. Returns the new policy, merged loss metrics and the
+/// gradient norm.
+pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
+    policy: P,
+    optim: &mut AdamWOptimizer<B, P>,
+    lr: f64,
+    loss_cfg: &LossConfig,
+    seqs: &[TrainSeq<'_>],
+    micro: usize,
+    device: &B::Device,
+) -> Result<(P, LossMetrics, f64), TrainerError> {
+    let global = counts(seqs);
+    let mut acc = GradientsAccumulator::<P>::new();
+    let mut metrics = LossMetrics::default();
+    let entropy = if loss_cfg.entropy_coef != 0.0 {
+        EntropyMode::Differentiable
+    } else {
+        EntropyMode::Detached
+    };
+    for chunk in seqs.chunks(micro.max(1)) {
+        let a = align(chunk);
+        let shape = [chunk.len(), a.width];
+        let lp = policy.logprobs(&a.ids, entropy)?;
+        let input = LossInput {
+            logp: lp.logprobs,
+            old_logp: tensor::<B>(a.old, shape, device),
+            advantages: tensor::<B>(a.adv, shape, device),
+            mask: Tensor::from_data(TensorData::new(a.mask, shape), device),
+            ref_logp: loss_cfg.kl.map(|_| tensor::<B>(a.reference, shape, device)),
+            entropy: lp.entropy,
+        };
+        let out = compute_loss(loss_cfg, input, global)?;
+        metrics.merge(&out.metrics);
+        let grads = GradientsParams::from_grads(out.loss.backward(), &policy);
+        acc.accumulate(&policy, grads);
+    }
+    if !metrics.loss.is_finite() {
+        return Err(TrainerError::Diverged {
+            step: 0,
+            message: format!("non-finite loss {}", metrics.loss),
+        });
+    }
+    let (policy, norm) = optim.step(lr, policy, acc.grads());
+    Ok((policy, metrics, norm))
+}
+
+/// One supervised update: token-mean negative log-likelihood of the responses given the prompts
+/// (the warm-start objective). Returns the new policy and the loss.
+pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
+    policy: P,
+    optim: &mut AdamWOptimizer<B, P>,
+    lr: f64,
+    pairs: &[(&[u32], &[u32])],
+    micro: usize,
+    device: &B::Device,
+) -> Result<(P, f64), TrainerError> {
+    let seqs: Vec<TrainSeq<'_>> = pairs
+        .iter()
+        .map(|(p, r)| TrainSeq {
+            prompt: p,
+            response: r,
+            old_logp: &[],
+            ref_logp: None,
+            advantage: 0.0,
+            train: true,
+        })
+        .collect();
+    let global = counts(&seqs);
+    let mut acc = GradientsAccumulator::<P>::new();
+    let mut total = 0.0;
+    for chunk in seqs.chunks(micro.max(1)) {
+        let a = align(chunk);
+        let shape = [chunk.len(), a.width];
+        let lp = policy.logprobs(&a.ids, EntropyMode::None)?;
+        let mask: Tensor<B, 2, Bool> = Tensor::from_data(TensorData::new(a.mask, shape), device);
+        let loss = aggregate(lp.logprobs.neg(), mask, Aggregation::TokenMean, global);
+        total += loss.clone().into_scalar().elem::<f64>();
+        acc.accumulate(
+            &policy,
+            GradientsParams::from_grads(loss.backward(), &policy),
+        );
+    }
+    if !total.is_finite() {
+        return Err(TrainerError::Diverged {
+            step: 0,
+            message: format!("non-finite supervised loss {total}"),
+        });
+    }
+    let (policy, _) = optim.step(lr, policy, acc.grads());
+    Ok((policy, total))
+}

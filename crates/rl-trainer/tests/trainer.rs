@@ -1,0 +1,443 @@
+//! rl-trainer: presets against the papers, TOML overrides, data loading (DAPO-Math-17K layout,
+//! JSON lines and Parquet), the prompt sampler, and tiny end-to-end runs with checkpoint/resume.
+
+use std::path::{Path, PathBuf};
+
+use burn::backend::{Autodiff, Flex};
+use rl_advantage::EstimatorConfig;
+use rl_loss::{Aggregation, KlEstimator, PolicyLoss};
+use rl_models::{Qwen3, Qwen3Config};
+use rl_sampler::FilterConfig;
+use rl_trainer::config::{DataSection, PromptTemplate};
+use rl_trainer::data::{Dataset, PromptRenderer, PromptSampler, PromptText};
+use rl_trainer::metrics::TIMING_FIELDS;
+use rl_trainer::tasks::ArithmeticTask;
+use rl_trainer::{TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics};
+use rl_verifier::OverlongPolicy;
+
+type B = Autodiff<Flex>;
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rlvr-trainer-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Paper defaults (algorithms.md §2–§6): DAPO clip-higher 0.2/0.28, token-mean, dynamic
+/// sampling, soft overlong punishment with L_cache = L_max/5 (4096/20480), no KL; DA3PO adds
+/// λ = 2, τ = 0.5; GRPO uses k3 KL with β = 0.04 and seq-mean-token-mean; Dr. GRPO normalises
+/// by a constant (the max length); GSPO clips at 3e-4/4e-4 per sequence with 4 mini-batches.
+#[test]
+fn presets_carry_the_papers_defaults() {
+    let mut c = TrainConfig::default();
+    c.rollout.max_new_tokens = 20480;
+    c.apply_preset("dapo").unwrap();
+    assert_eq!(
+        c.loss.policy,
+        PolicyLoss::Ppo {
+            clip_low: 0.2,
+            clip_high: 0.28,
+            dual_clip: Some(10.0)
+        }
+    );
+    assert_eq!(c.loss.aggregation, Aggregation::TokenMean);
+    assert!(c.loss.kl.is_none());
+    assert!(matches!(c.filter, FilterConfig::DynamicSampling { .. }));
+    assert_eq!(
+        c.reward.overlong,
+        OverlongPolicy::SoftPunish {
+            max_len: 20480,
+            cache_len: 4096,
+            penalty_factor: 1.0,
+            mask_truncated: false
+        }
+    );
+    c.apply_preset("da3po").unwrap();
+    assert!(
+        matches!(c.advantage, EstimatorConfig::Da3po { lambda, tau, .. } if lambda == 2.0 && tau == 0.5)
+    );
+    c.apply_preset("grpo").unwrap();
+    let kl = c.loss.kl.unwrap();
+    assert_eq!((kl.estimator, kl.coef), (KlEstimator::K3, 0.04));
+    assert_eq!(c.loss.aggregation, Aggregation::SeqMeanTokenMean);
+    assert_eq!(c.filter, FilterConfig::None);
+    c.apply_preset("dr_grpo").unwrap();
+    assert_eq!(
+        c.loss.aggregation,
+        Aggregation::SeqMeanTokenSumNorm { constant: 20480.0 }
+    );
+    assert!(matches!(c.advantage, EstimatorConfig::DrGrpo { .. }));
+    c.apply_preset("gspo").unwrap();
+    assert_eq!(
+        c.loss.policy,
+        PolicyLoss::Gspo {
+            clip_low: 3e-4,
+            clip_high: 4e-4
+        }
+    );
+    assert_eq!(c.optim.mini_batches, 4);
+    let e = c.apply_preset("ppo").unwrap_err().to_string();
+    assert!(
+        e.contains("algorithm") && e.contains("da3po") && e.contains("dr_grpo"),
+        "{e}"
+    );
+}
+
+#[test]
+fn toml_overrides_field_by_field_and_rejects_unknown_keys() {
+    let base = TrainConfig::default();
+    let c = TrainConfig::from_toml_str(
+        "algorithm = \"dapo\"\nsteps = 7\n[loss.policy]\nclip_high = 0.3\n",
+        &base,
+    )
+    .unwrap();
+    assert_eq!(c.steps, 7);
+    assert_eq!(
+        c.loss.policy,
+        PolicyLoss::Ppo {
+            clip_low: 0.2,
+            clip_high: 0.3,
+            dual_clip: Some(10.0)
+        }
+    );
+    assert!(matches!(c.advantage, EstimatorConfig::Dapo { .. }));
+    // Switching a tagged enum's variant replaces the preset's table instead of merging into it.
+    let c = TrainConfig::from_toml_str("algorithm = \"da3po\"\n[filter]\nname = \"none\"\n", &base)
+        .unwrap();
+    assert_eq!(c.filter, FilterConfig::None);
+    let e = TrainConfig::from_toml_str("[optim]\nlearning_rate = 1.0\n", &base)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("learning_rate"), "{e}");
+    let e = TrainConfig::from_toml_str("algorithm = \"reinforce\"\n", &base)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("valid names"), "{e}");
+    let e = TrainConfig::from_toml_str("[rollout]\ngroup_size = 1\n", &base)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rollout.group_size"), "{e}");
+    // The resolved config round-trips.
+    let c = TrainConfig::from_toml_str("algorithm = \"gspo\"\n", &base).unwrap();
+    assert_eq!(TrainConfig::from_toml_str(&c.to_toml(), &base).unwrap(), c);
+}
+
+#[test]
+fn loads_the_dapo_math_17k_layout_from_jsonl_and_parquet() {
+    let cfg = DataSection::default();
+    let mut sets = Vec::new();
+    for f in [
+        "dapo_sample.jsonl",
+        "dapo_sample.snappy.parquet",
+        "dapo_sample.zstd.parquet",
+    ] {
+        let d = Dataset::load(&data_dir().join(f), &cfg).unwrap();
+        assert_eq!(d.len(), 3, "{f}");
+        assert_eq!(d.prompts[1].answer, "3");
+        match &d.prompts[0].text {
+            PromptText::Chat(m) => {
+                assert_eq!(m[0].role, "user");
+                assert!(
+                    m[0].content.contains("What is $1+1$?")
+                        && m[0].content.starts_with("Solve the following")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        sets.push(d);
+    }
+    assert_eq!(sets[0], sets[1]);
+    assert_eq!(sets[1], sets[2]);
+}
+
+#[test]
+fn bad_records_name_the_file_record_and_column() {
+    let dir = tmp("bad-data");
+    let p = dir.join("bad.jsonl");
+    std::fs::write(
+        &p,
+        "{\"problem\": \"1+1\", \"answer\": \"2\"}\n\n{\"problem\": 3, \"answer\": \"2\"}\n",
+    )
+    .unwrap();
+    let cfg = DataSection {
+        prompt_key: "problem".into(),
+        answer_key: "answer".into(),
+        ..DataSection::default()
+    };
+    match Dataset::load(&p, &cfg) {
+        Err(TrainerError::Data {
+            record: 3, message, ..
+        }) => assert!(message.contains("problem"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    std::fs::write(&p, "{\"problem\": \"1+1\"}\n").unwrap();
+    assert!(matches!(
+        Dataset::load(&p, &cfg),
+        Err(TrainerError::Data { record: 1, .. })
+    ));
+    std::fs::write(&p, "not json\n").unwrap();
+    assert!(matches!(
+        Dataset::load(&p, &cfg),
+        Err(TrainerError::Data { record: 1, .. })
+    ));
+    assert!(matches!(
+        Dataset::load(&dir.join("x.csv"), &cfg),
+        Err(TrainerError::Config { .. })
+    ));
+}
+
+#[test]
+fn prompt_rendering_applies_the_dapo_template_and_chat_template() {
+    let tok = ArithmeticTask::tokenizer().unwrap();
+    let (train, _) = ArithmeticTask::default().split(1, 5, 2).unwrap();
+    let cfg = DataSection {
+        template: PromptTemplate::Custom("{problem}=".into()),
+        chat_template: false,
+        ..DataSection::default()
+    };
+    let p = &train.prompts[0];
+    let PromptText::Text(problem) = &p.text else {
+        panic!()
+    };
+    let ids = PromptRenderer::new(&cfg).render(p, &tok).unwrap();
+    assert_eq!(tok.decode(&ids, false).unwrap(), format!("{problem}="));
+    let dapo = PromptRenderer::new(&DataSection::default()).user_text("PROBLEM");
+    assert!(
+        dapo.starts_with("Solve the following math problem step by step.")
+            && dapo.contains("\n\nPROBLEM\n\n")
+    );
+    assert!(dapo.ends_with("after \"Answer:\""));
+}
+
+#[test]
+fn prompt_sampler_is_seeded_covers_each_epoch_and_restores() {
+    let mut a = PromptSampler::new(10, 42);
+    let first: Vec<usize> = a.next(10);
+    let mut sorted = first.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        (0..10).collect::<Vec<_>>(),
+        "an epoch is a permutation"
+    );
+    let mid = a.next(3);
+    let state = a.state();
+    let rest = a.next(12);
+    let mut b = PromptSampler::restore(10, 42, state);
+    assert_eq!(b.next(12), rest);
+    let mut c = PromptSampler::new(10, 42);
+    assert_eq!(c.next(13), [first, mid].concat());
+    assert_ne!(PromptSampler::new(10, 43).next(10), c.next(10));
+}
+
+#[test]
+fn arithmetic_split_is_disjoint_and_deterministic() {
+    let task = ArithmeticTask::default();
+    let (tr, ev) = task.split(7, 200, 20).unwrap();
+    let (tr2, ev2) = task.split(7, 100, 20).unwrap();
+    assert_eq!(
+        ev, ev2,
+        "the held-out set does not depend on the training size"
+    );
+    assert_eq!(ev.len(), 60);
+    for p in &ev.prompts {
+        assert!(
+            !tr.prompts.iter().any(|q| q.text == p.text),
+            "{:?} leaks into training",
+            p.text
+        );
+    }
+    assert_eq!(tr2.len(), 300);
+    // Answers are the arithmetic: parse "a+b" and check.
+    for p in tr.prompts.iter().take(50) {
+        let PromptText::Text(t) = &p.text else {
+            panic!()
+        };
+        let (a, b) = t.split_once('+').unwrap();
+        assert_eq!(
+            p.answer,
+            (a.parse::<i64>().unwrap() + b.parse::<i64>().unwrap()).to_string()
+        );
+    }
+}
+
+fn tiny_config(algo: &str, out: &Path, steps: usize) -> TrainConfig {
+    let mut c = TrainConfig::default();
+    c.apply_preset(algo).unwrap();
+    c.steps = steps;
+    c.out_dir = out.to_path_buf();
+    c.data.template = PromptTemplate::Custom("{problem}=".into());
+    c.data.chat_template = false;
+    c.rollout.group_size = 4;
+    c.rollout.prompts_per_round = 4;
+    c.rollout.max_new_tokens = 8;
+    c.batch.groups_per_step = 4;
+    c.batch.max_gen_rounds = 2;
+    c.optim.lr = 1e-3;
+    c.optim.warmup_steps = 2;
+    c.optim.micro_batch = 5;
+    c.optim.mini_batches = 2;
+    c.optim.epochs = 2;
+    c.checkpoint.every = 2;
+    c.checkpoint.keep = 2;
+    c.eval.every = 2;
+    c.eval.k = 2;
+    c.eval.max_prompts = 4;
+    c
+}
+
+fn tiny_run(
+    algo: &str,
+    out: &Path,
+    steps: usize,
+) -> (
+    TrainConfig,
+    Dataset,
+    Dataset,
+    rl_models::Tokenizer,
+    Qwen3<B>,
+) {
+    let tok = ArithmeticTask::tokenizer().unwrap();
+    let (train, eval) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+    mc.eos_token_id = rl_trainer::end_token_ids(&tok);
+    let model: Qwen3<B> = mc.init_seeded(5, &Default::default()).unwrap();
+    (tiny_config(algo, out, steps), train, eval, tok, model)
+}
+
+fn strip_timing(v: &mut serde_json::Value) {
+    if let Some(o) = v.as_object_mut() {
+        for f in TIMING_FIELDS {
+            o.remove(f);
+        }
+    }
+}
+
+fn metric_lines(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            strip_timing(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// GRPO (with its k3 KL to a frozen reference) on a random tiny Qwen3: every step trains,
+/// metrics are written, checkpoints rotate, and a run resumed from step 2 reproduces the
+/// uninterrupted run's metrics exactly (timing fields aside).
+#[test]
+fn grpo_runs_checkpoints_and_resumes_exactly() {
+    let a = tmp("full");
+    let (cfg, train, eval, tok, model) = tiny_run("grpo", &a, 4);
+    let mut t = Trainer::new(
+        cfg,
+        model.clone(),
+        tok.clone(),
+        train.clone(),
+        Some(eval.clone()),
+        Default::default(),
+    )
+    .unwrap();
+    t.set_quiet(true);
+    t.run(|_| {}).unwrap();
+    let full = read_metrics(&a.join("metrics.jsonl")).unwrap();
+    assert_eq!(full.len(), 5, "eval at step 0 + 4 steps");
+    let last = &full[4];
+    assert_eq!(last.updates, 4, "2 epochs × 2 mini-batches");
+    assert_eq!(last.groups_used, 4);
+    assert!(last.loss.is_finite() && last.kl_ref.is_finite() && last.entropy > 0.0);
+    assert!(last.eval.is_some() && full[2].eval.is_some() && full[1].eval.is_none());
+    assert!(a.join("reference/model.safetensors").exists());
+    let ckpts: Vec<_> = std::fs::read_dir(a.join("checkpoints"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(ckpts.len(), 3, "step-2, step-4 and latest: {ckpts:?}");
+
+    let b = tmp("resumed");
+    let (cfg2, ..) = tiny_run("grpo", &b, 2);
+    let mut t = Trainer::new(
+        cfg2,
+        model,
+        tok.clone(),
+        train.clone(),
+        Some(eval.clone()),
+        Default::default(),
+    )
+    .unwrap();
+    t.set_quiet(true);
+    t.run(|_| {}).unwrap();
+    drop(t);
+    let ckpt = latest_checkpoint(&b).unwrap();
+    let (cfg4, ..) = tiny_run("grpo", &b, 4);
+    let mut r =
+        Trainer::<B, Qwen3<B>>::resume(cfg4, &ckpt, tok, train, Some(eval), Default::default())
+            .unwrap();
+    r.set_quiet(true);
+    assert_eq!(r.step_count(), 2);
+    r.run(|_| {}).unwrap();
+    assert_eq!(metric_lines(&a), metric_lines(&b));
+}
+
+#[test]
+fn resume_rejects_a_changed_config() {
+    let a = tmp("changed");
+    let (cfg, train, eval, tok, model) = tiny_run("dr_grpo", &a, 2);
+    let mut t = Trainer::new(
+        cfg,
+        model,
+        tok.clone(),
+        train.clone(),
+        Some(eval.clone()),
+        Default::default(),
+    )
+    .unwrap();
+    t.set_quiet(true);
+    t.run(|_| {}).unwrap();
+    let (mut cfg, ..) = tiny_run("dr_grpo", &a, 3);
+    cfg.optim.lr = 5e-3;
+    let e = Trainer::<B, Qwen3<B>>::resume(
+        cfg,
+        &latest_checkpoint(&a).unwrap(),
+        tok,
+        train,
+        Some(eval),
+        Default::default(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("optim.lr"), "{e}");
+}
+
+/// A random model answers nothing correctly: every group is all-wrong, dynamic sampling keeps
+/// none, and after max_gen_rounds the run stops with a typed error saying so (DAPO's behaviour),
+/// instead of training on nothing.
+#[test]
+fn dapo_on_a_hopeless_model_stops_with_a_clear_error() {
+    let a = tmp("hopeless");
+    let (cfg, train, eval, tok, model) = tiny_run("da3po", &a, 1);
+    let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+    t.set_quiet(true);
+    let e = t.step().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            TrainerError::Sampler(rl_sampler::SamplerError::Exhausted {
+                kept: 0,
+                all_wrong: 8,
+                ..
+            })
+        ),
+        "{e}"
+    );
+}

@@ -1,0 +1,294 @@
+//! `rlvr train --config FILE`: the trainer from a TOML config. Without `model.path` it runs the
+//! embedded arithmetic task (what `cargo run --example da3po_qwen3` runs); with it, a real Qwen3
+//! checkpoint on `data.train`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use burn::tensor::backend::AutodiffBackend;
+use rl_models::{Qwen3, Tokenizer};
+use rl_trainer::data::Dataset;
+use rl_trainer::{EvalReport, TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics};
+
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
+use crate::backend::{BackendJob, BackendKind, run_on};
+use crate::demo::ArithmeticDemo;
+
+/// Arguments of `rlvr train`.
+#[derive(clap::Args, Debug)]
+pub struct TrainArgs {
+    /// TOML config: `algorithm = "da3po"` picks the preset, every other key overrides a field.
+    /// Without `model.path` the embedded arithmetic run is trained.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Overrides of the embedded run (task, model size, warm-start) as TOML; ignored with
+    /// `model.path`.
+    #[arg(long)]
+    pub demo: Option<PathBuf>,
+    /// Continue from `out_dir/checkpoints/latest`.
+    #[arg(long)]
+    pub resume: bool,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
+    pub backend: BackendKind,
+}
+
+struct Job {
+    config: TrainConfig,
+    demo: ArithmeticDemo,
+    resume: bool,
+}
+
+impl BackendJob for Job {
+    type Output = Result<(), TrainerError>;
+    fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output {
+        match self.config.model.path.clone() {
+            None => run_embedded::<B>(&self.demo, self.config, self.resume, None, device),
+            Some(dir) => run_checkpoint::<B>(self.config, dir, self.resume, device),
+        }
+    }
+}
+
+/// Runs `rlvr train`.
+pub fn run(args: TrainArgs, io: &mut Io<'_>) -> i32 {
+    let demo = match &args.demo {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| TrainerError::io(p, e))
+            .and_then(|t| ArithmeticDemo::from_toml_str(&t)),
+        None => Ok(ArithmeticDemo::default()),
+    };
+    let demo = match demo {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let base = demo.train.clone();
+    let config = match &args.config {
+        Some(p) => TrainConfig::from_toml_file(p, &base),
+        None => Ok(base),
+    };
+    let config = match config {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match run_on(
+        args.backend,
+        Job {
+            config,
+            demo,
+            resume: args.resume,
+        },
+    ) {
+        Ok(Ok(())) => EXIT_OK,
+        Ok(Err(e)) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            match e {
+                TrainerError::Config { .. } | TrainerError::Data { .. } => EXIT_BAD_INPUT,
+                _ => EXIT_FAILURE,
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+/// Trains per `config`: the embedded arithmetic run when `model.path` is unset, else the
+/// checkpoint on `data.train`.
+pub fn train_from_config<B: AutodiffBackend>(
+    config: TrainConfig,
+    resume: bool,
+    device: B::Device,
+) -> Result<(), TrainerError> {
+    match config.model.path.clone() {
+        None => run_embedded::<B>(&ArithmeticDemo::default(), config, resume, None, device),
+        Some(dir) => run_checkpoint::<B>(config, dir, resume, device),
+    }
+}
+
+fn print_eval(label: &str, e: &EvalReport) {
+    println!(
+        "{label:<24} overall avg@{k} {:.3} pass@{k} {:.3}",
+        e.overall.avg_at_k,
+        e.overall.pass_at_k,
+        k = e.overall.k
+    );
+    for (t, v) in &e.tiers {
+        println!(
+            "{:<24}   {t:<7} avg@{k} {:.3} pass@{k} {:.3}",
+            "",
+            v.avg_at_k,
+            v.pass_at_k,
+            k = v.k
+        );
+    }
+}
+
+/// Summarises a finished run from its metrics file and draws `learning_curve.png`.
+fn report(config: &TrainConfig) -> Result<(), TrainerError> {
+    let out = &config.out_dir;
+    let metrics = read_metrics(&out.join("metrics.jsonl"))?;
+    let evals: Vec<_> = metrics
+        .iter()
+        .filter_map(|m| m.eval.as_ref().map(|e| (m.step, e)))
+        .collect();
+    if let (Some((s0, first)), Some((s1, last))) = (evals.first(), evals.last()) {
+        print_eval(&format!("held-out, step {s0}:"), first);
+        print_eval(&format!("held-out, step {s1}:"), last);
+        for (tier, a) in &first.tiers {
+            if let Some(b) = last.tiers.get(tier) {
+                println!(
+                    "{tier:<7} avg@{}: {:.3} -> {:.3} ({:+.3})",
+                    b.k,
+                    a.avg_at_k,
+                    b.avg_at_k,
+                    b.avg_at_k - a.avg_at_k
+                );
+            }
+        }
+    }
+    let png = out.join("learning_curve.png");
+    crate::report::plot_run(&metrics, &config.algorithm, &png).map_err(|e| {
+        TrainerError::Config {
+            field: "plot".into(),
+            message: e.to_string(),
+        }
+    })?;
+    println!(
+        "run folder: {} (config.toml, metrics.jsonl, checkpoints/, learning_curve.png)",
+        out.display()
+    );
+    Ok(())
+}
+
+/// The embedded arithmetic run: tokenizer, split, seeded tiny Qwen3, supervised warm-start
+/// (skipped when resuming), RL, report.
+pub fn run_embedded<B: AutodiffBackend>(
+    demo: &ArithmeticDemo,
+    config: TrainConfig,
+    resume: bool,
+    init: Option<&std::path::Path>,
+    device: B::Device,
+) -> Result<(), TrainerError> {
+    let data = demo.data()?;
+    println!(
+        "embedded run: {} tiers x {} train / {} held-out prompts; tiny Qwen3 (hidden {}, {} layers, vocab {}); {} for {} steps",
+        demo.task.tiers.len(),
+        demo.train_per_tier,
+        demo.eval_per_tier,
+        demo.hidden_size,
+        demo.num_hidden_layers,
+        data.model.vocab_size,
+        config.algorithm,
+        config.steps
+    );
+    println!("resolved config:\n{}", config.to_toml());
+    let t0 = Instant::now();
+    let mut trainer = match (resume, latest_checkpoint(&config.out_dir)) {
+        (true, Some(ckpt)) => {
+            println!("resuming from {}", ckpt.display());
+            Trainer::<B, Qwen3<B>>::resume(
+                config,
+                &ckpt,
+                data.tokenizer.clone(),
+                data.train.clone(),
+                Some(data.eval.clone()),
+                device,
+            )?
+        }
+        _ => {
+            let model = match init {
+                Some(dir) => {
+                    println!("starting from {}", dir.display());
+                    Qwen3::<B>::load(dir, &device)?
+                }
+                None => {
+                    println!(
+                        "supervised warm-start: {} updates of {} examples (answer format and easy sums; the hard tier is left with a small pass rate)",
+                        demo.sft.steps, demo.sft.batch_size
+                    );
+                    let steps = demo.sft.steps;
+                    let model = demo.warm_start::<B>(&data, config.seed, &device, |s, loss| {
+                        if s % 50 == 0 || s == steps {
+                            println!("  sft step {s:>4} loss {loss:.4}");
+                        }
+                    })?;
+                    let dir = config.out_dir.join("warm_start");
+                    model.save(&dir)?;
+                    println!(
+                        "warm-start done in {:.0}s (saved to {})",
+                        t0.elapsed().as_secs_f64(),
+                        dir.display()
+                    );
+                    model
+                }
+            };
+            Trainer::new(
+                config,
+                model,
+                data.tokenizer.clone(),
+                data.train.clone(),
+                Some(data.eval.clone()),
+                device,
+            )?
+        }
+    };
+    let t1 = Instant::now();
+    trainer.run(|_| {})?;
+    println!("RL done in {:.0}s", t1.elapsed().as_secs_f64());
+    report(trainer.config())
+}
+
+/// A real checkpoint: `model.path` (HF layout; tokenizer from `model.tokenizer` or
+/// `<path>/tokenizer.json`), prompts from `data.train` / `data.eval`.
+pub fn run_checkpoint<B: AutodiffBackend>(
+    config: TrainConfig,
+    dir: PathBuf,
+    resume: bool,
+    device: B::Device,
+) -> Result<(), TrainerError> {
+    let tok_path = config
+        .model
+        .tokenizer
+        .clone()
+        .unwrap_or_else(|| dir.join("tokenizer.json"));
+    let tokenizer = Tokenizer::from_file(&tok_path)?;
+    let train_path = config
+        .data
+        .train
+        .clone()
+        .ok_or_else(|| TrainerError::Config {
+            field: "data.train".into(),
+            message: "required with model.path: a .jsonl or .parquet prompt set".into(),
+        })?;
+    let train = Dataset::load(&train_path, &config.data)?;
+    let eval = match &config.data.eval {
+        Some(p) => Some(Dataset::load(p, &config.data)?),
+        None => None,
+    };
+    println!("resolved config:\n{}", config.to_toml());
+    println!(
+        "{} training prompts{}",
+        train.len(),
+        eval.as_ref()
+            .map(|e| format!(", {} held-out", e.len()))
+            .unwrap_or_default()
+    );
+    let mut trainer = match (resume, latest_checkpoint(&config.out_dir)) {
+        (true, Some(ckpt)) => {
+            Trainer::<B, Qwen3<B>>::resume(config, &ckpt, tokenizer, train, eval, device)?
+        }
+        _ => {
+            let model = Qwen3::<B>::load(&dir, &device)?;
+            Trainer::new(config, model, tokenizer, train, eval, device)?
+        }
+    };
+    trainer.run(|_| {})?;
+    report(trainer.config())
+}

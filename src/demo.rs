@@ -1,0 +1,188 @@
+//! The embedded arithmetic run: a tiny Qwen3-architecture model, a character-level tokenizer
+//! built through the `tokenizers` crate, a short supervised warm-start, then RL. Shared by
+//! `cargo run --example da3po_qwen3`, `rlvr train` (without a model path) and `rlvr compare`.
+//!
+//! The warm-start is deliberately short: it teaches the answer format and easy sums, leaving
+//! the hard tier (two-digit + two-digit) with a small but non-zero pass rate. That is the regime
+//! DA3PO is about — hard prompts where correct answers are rare — and it is stated as such in
+//! the example's output and docs/results.md.
+
+use std::path::{Path, PathBuf};
+
+use burn::tensor::backend::AutodiffBackend;
+use rl_models::{Qwen3, Qwen3Config, Tokenizer};
+use rl_trainer::data::{Dataset, PromptRenderer};
+use rl_trainer::tasks::ArithmeticTask;
+use rl_trainer::{SftConfig, TrainConfig, TrainerError};
+use serde::{Deserialize, Serialize};
+
+/// Everything that defines the embedded run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArithmeticDemo {
+    /// The task's tiers.
+    pub task: ArithmeticTask,
+    /// Training prompts per tier.
+    pub train_per_tier: usize,
+    /// Held-out prompts per tier.
+    pub eval_per_tier: usize,
+    /// Seed of the train/held-out split (fixed across runs so that every seed sees the same data).
+    pub data_seed: u64,
+    /// Model width.
+    pub hidden_size: usize,
+    /// Decoder layers.
+    pub num_hidden_layers: usize,
+    /// Query heads (key/value heads are half of them).
+    pub num_attention_heads: usize,
+    /// SwiGLU width.
+    pub intermediate_size: usize,
+    /// The supervised warm-start.
+    pub sft: SftConfig,
+    /// The RL run (its `algorithm` preset is applied on top).
+    pub train: TrainConfig,
+}
+
+impl Default for ArithmeticDemo {
+    fn default() -> Self {
+        let mut train = TrainConfig::default();
+        train.steps = 60;
+        train.out_dir = PathBuf::from("runs/da3po_qwen3");
+        // "12+35=" → "Answer: 47<|im_end|>": short sequences keep the CPU run fast; the Qwen
+        // chat template path is exercised by real checkpoints (data.chat_template = true).
+        train.data.template = rl_trainer::config::PromptTemplate::Custom("{problem}=".into());
+        train.data.chat_template = false;
+        train.rollout.group_size = 8;
+        train.rollout.prompts_per_round = 32;
+        train.rollout.max_new_tokens = 16;
+        train.rollout.temperature = 1.0;
+        train.rollout.top_p = 1.0;
+        train.batch.groups_per_step = 16;
+        train.batch.max_gen_rounds = 8;
+        train.batch.on_exhausted = rl_sampler::OnExhausted::TrainOnKept;
+        train.optim.lr = 1e-4;
+        train.optim.warmup_steps = 5;
+        train.optim.weight_decay = 0.0;
+        train.optim.grad_clip = 1.0;
+        train.optim.mini_batches = 2;
+        train.optim.micro_batch = 128;
+        train.checkpoint.every = 20;
+        train.checkpoint.keep = 1;
+        train.eval.every = 10;
+        train.eval.k = 8;
+        train.eval.temperature = 1.0;
+        train.eval.top_p = 1.0;
+        train.apply_preset("da3po").expect("registered preset");
+        Self {
+            task: ArithmeticTask::default(),
+            train_per_tier: 900,
+            eval_per_tier: 50,
+            data_seed: 2026,
+            hidden_size: 256,
+            num_hidden_layers: 2,
+            num_attention_heads: 8,
+            intermediate_size: 512,
+            sft: SftConfig {
+                steps: 200,
+                batch_size: 128,
+                lr: 1e-3,
+                warmup_steps: 10,
+                weight_decay: 0.0,
+                grad_clip: 1.0,
+                micro_batch: 128,
+                seed: 0,
+            },
+            train,
+        }
+    }
+}
+
+/// Data, tokenizer and the model config of a demo.
+pub struct DemoData {
+    /// The character-level tokenizer.
+    pub tokenizer: Tokenizer,
+    /// Training prompts.
+    pub train: Dataset,
+    /// Held-out prompts.
+    pub eval: Dataset,
+    /// The tiny Qwen3 config.
+    pub model: Qwen3Config,
+}
+
+impl ArithmeticDemo {
+    /// The default with the keys of a TOML document on top (any field, e.g. `sft.steps = 300`
+    /// or `[train.optim] lr = 1e-4`); unknown keys are errors.
+    pub fn from_toml_str(text: &str) -> Result<Self, TrainerError> {
+        let bad = |message: String| TrainerError::Config {
+            field: "<demo toml>".into(),
+            message,
+        };
+        let user: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let mut merged = toml::Table::try_from(Self::default()).map_err(|e| bad(e.to_string()))?;
+        rl_trainer::config::merge_toml(&mut merged, user);
+        let demo: Self = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+        demo.train.validate()?;
+        Ok(demo)
+    }
+
+    /// Builds the tokenizer, the split and the model config.
+    pub fn data(&self) -> Result<DemoData, TrainerError> {
+        let tokenizer = ArithmeticTask::tokenizer()?;
+        let (train, eval) =
+            self.task
+                .split(self.data_seed, self.train_per_tier, self.eval_per_tier)?;
+        let mut model = Qwen3Config::tiny(tokenizer.num_defined_ids());
+        model.hidden_size = self.hidden_size;
+        model.num_hidden_layers = self.num_hidden_layers;
+        model.num_attention_heads = self.num_attention_heads;
+        model.num_key_value_heads = (self.num_attention_heads / 2).max(1);
+        model.head_dim = self.hidden_size / self.num_attention_heads;
+        model.intermediate_size = self.intermediate_size;
+        model.eos_token_id = rl_trainer::end_token_ids(&tokenizer);
+        Ok(DemoData {
+            tokenizer,
+            train,
+            eval,
+            model,
+        })
+    }
+
+    /// A seeded random model, warm-started on the reference responses of the training prompts.
+    /// `on_step(step, loss)` sees every supervised update.
+    pub fn warm_start<B: AutodiffBackend>(
+        &self,
+        data: &DemoData,
+        seed: u64,
+        device: &B::Device,
+        on_step: impl FnMut(usize, f64),
+    ) -> Result<Qwen3<B>, TrainerError> {
+        let model: Qwen3<B> = data.model.init_seeded(seed, device)?;
+        let renderer = PromptRenderer::new(&self.train.data);
+        let end = rl_trainer::end_token_ids(&data.tokenizer);
+        let mut pairs = Vec::with_capacity(data.train.len());
+        for p in &data.train.prompts {
+            let prompt = renderer.render(p, &data.tokenizer)?;
+            let mut response = data.tokenizer.encode(&ArithmeticTask::response(p))?;
+            response.push(end[0]);
+            pairs.push((prompt, response));
+        }
+        let sft = SftConfig { seed, ..self.sft };
+        rl_trainer::supervised_warm_start(model, &pairs, &sft, device, on_step)
+    }
+
+    /// The RL config for `algorithm` and `seed`, writing into `out_dir`.
+    pub fn train_config(
+        &self,
+        algorithm: &str,
+        seed: u64,
+        out_dir: &Path,
+    ) -> Result<TrainConfig, TrainerError> {
+        let mut c = self.train.clone();
+        c.apply_preset(algorithm)?;
+        c.seed = seed;
+        c.out_dir = out_dir.to_path_buf();
+        c.validate()?;
+        Ok(c)
+    }
+}

@@ -1,0 +1,176 @@
+//! The `rlvr` binary end to end: `theory`, `advantages` exit codes, and a training run killed
+//! with SIGKILL and resumed, which must reproduce an uninterrupted run's metrics exactly.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn rlvr() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rlvr"));
+    c.env("RLVR_QUIET", "1");
+    c
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rlvr-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// α−(0.1, 8) = 1/(1 − 0.9^7) = 1/0.5217031 = 1.916799 (DA3PO Corollary 3.2: ≈ 1.92).
+#[test]
+fn theory_prints_the_closed_form() {
+    let out = rlvr()
+        .args(["theory", "--group-size", "8", "--p", "0.1"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!((v["alpha_minus"].as_f64().unwrap() - 1.9168).abs() < 1e-4);
+    assert!((v["gamma"].as_f64().unwrap() - 0.5217).abs() < 1e-4);
+    assert_eq!(v["group_size"], 8);
+    let bad = rlvr()
+        .args(["theory", "--group-size", "8", "--p", "1.5"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("`p`"));
+}
+
+#[test]
+fn advantages_rejects_malformed_lines_with_exit_code_2() {
+    let mut child = rlvr()
+        .args(["advantages", "--estimator", "grpo", "--std", "population"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"group\": \"g1\", \"rewards\": [1, -1, -1, -1], \"correct\": [true, false, false, false]}\n{\"group\": \"g2\", \"rewards\": [1, 2]}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1);
+    // Population std, 1 of 4 correct: A+ = sqrt((1 − 1/4)/(1/4)) = sqrt(3) = 1.7321.
+    let v: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert!((v["advantages"][0].as_f64().unwrap() - 3f64.sqrt()).abs() < 1e-5);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 2: field `correct`"));
+}
+
+const DEMO: &str = r#"
+train_per_tier = 40
+eval_per_tier = 6
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+intermediate_size = 64
+[sft]
+steps = 8
+batch_size = 16
+micro_batch = 16
+"#;
+
+fn train_config(out: &Path, steps: usize) -> String {
+    format!(
+        "algorithm = \"da3po\"\nsteps = {steps}\nout_dir = \"{}\"\n[rollout]\ngroup_size = 4\nprompts_per_round = 4\n\
+         [batch]\ngroups_per_step = 2\nmax_gen_rounds = 2\non_exhausted = \"train_on_kept\"\n\
+         [filter]\nname = \"none\"\n[optim]\nmicro_batch = 8\nmini_batches = 2\n[checkpoint]\nevery = 2\nkeep = 2\n\
+         [eval]\nevery = 4\nk = 2\n",
+        out.display()
+    )
+}
+
+fn metric_lines(out: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(out.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            for f in rlvr::trainer::metrics::TIMING_FIELDS {
+                v.as_object_mut().unwrap().remove(f);
+            }
+            v
+        })
+        .collect()
+}
+
+fn latest_step(out: &Path) -> Option<usize> {
+    let name = std::fs::read_to_string(out.join("checkpoints/latest")).ok()?;
+    name.trim().strip_prefix("step-")?.parse().ok()
+}
+
+/// `rlvr train` killed with SIGKILL right after its first checkpoint, then `--resume`d, writes
+/// exactly the metrics (timing fields aside) of a run that was never interrupted.
+#[test]
+fn sigkill_then_resume_reproduces_the_uninterrupted_run() {
+    let steps = 12;
+    let dir = tmp("kill");
+    let demo = dir.join("demo.toml");
+    std::fs::write(&demo, DEMO).unwrap();
+    let (full, killed) = (dir.join("full"), dir.join("killed"));
+    let (cfg_full, cfg_killed) = (dir.join("full.toml"), dir.join("killed.toml"));
+    std::fs::write(&cfg_full, train_config(&full, steps)).unwrap();
+    std::fs::write(&cfg_killed, train_config(&killed, steps)).unwrap();
+    let args = |cfg: &Path| -> Vec<String> {
+        vec![
+            "train".into(),
+            "--demo".into(),
+            demo.display().to_string(),
+            "--config".into(),
+            cfg.display().to_string(),
+        ]
+    };
+
+    let status = rlvr()
+        .args(args(&cfg_full))
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    let mut child = rlvr()
+        .args(args(&cfg_killed))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        if latest_step(&killed).is_some_and(|s| s >= 2) {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before its first checkpoint"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(600),
+            "no checkpoint within 10 minutes"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL on Unix
+    let _ = child.wait();
+    let at_kill = latest_step(&killed).unwrap();
+    assert!(
+        at_kill < steps,
+        "the run was already complete when killed (checkpoint {at_kill})"
+    );
+
+    let status = rlvr()
+        .args(args(&cfg_killed))
+        .arg("--resume")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (a, b) = (metric_lines(&full), metric_lines(&killed));
+    assert_eq!(a.len(), steps + 1);
+    assert_eq!(a, b, "resumed from step {at_kill}");
+}
