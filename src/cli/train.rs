@@ -64,10 +64,9 @@ pub fn run(args: TrainArgs, io: &mut Io<'_>) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let base = demo.train.clone();
     let config = match &args.config {
-        Some(p) => TrainConfig::from_toml_file(p, &base),
-        None => Ok(base),
+        Some(p) => base_for(p, &demo).and_then(|base| TrainConfig::from_toml_file(p, &base)),
+        None => Ok(demo.train.clone()),
     };
     let config = match config {
         Ok(c) => c,
@@ -97,6 +96,21 @@ pub fn run(args: TrainArgs, io: &mut Io<'_>) -> i32 {
             EXIT_BAD_INPUT
         }
     }
+}
+
+/// The config a TOML file is applied to: the embedded run's when the file names no
+/// `model.path`, else [`TrainConfig::default`] (DAPO-scale lengths and the Qwen chat template).
+fn base_for(path: &std::path::Path, demo: &ArithmeticDemo) -> Result<TrainConfig, TrainerError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| TrainerError::Config {
+        field: "<toml>".into(),
+        message: e.to_string(),
+    })?;
+    let real = table
+        .get("model")
+        .and_then(|m| m.get("path"))
+        .is_some();
+    Ok(if real { TrainConfig::default() } else { demo.train.clone() })
 }
 
 /// Trains per `config`: the embedded arithmetic run when `model.path` is unset, else the

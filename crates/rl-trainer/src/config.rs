@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::TrainerError;
 
 /// Registered algorithm presets.
-pub const ALGORITHMS: [&str; 5] = ["grpo", "dr_grpo", "dapo", "da3po", "gspo"];
+pub const ALGORITHMS: [&str; 6] = ["grpo", "dr_grpo", "rloo", "dapo", "da3po", "gspo"];
 
 /// Where the policy comes from.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -296,9 +296,12 @@ impl TrainConfig {
     ///   k3 KL with β = 0.04 to the initial policy.
     /// * `dr_grpo`: mean-centred advantages, PPO ε 0.2, token sum over a constant (max length).
     /// * `dapo`: dynamic sampling on correctness, clip-higher 0.2/0.28 with dual-clip c = 10
-    ///   (verl's DAPO script), token-mean, soft overlong punishment with L_cache = L_max/5
-    ///   (20480/4096 in the paper), ±1 rewards, no KL.
+    ///   (verl's DAPO script), token-mean, soft overlong punishment with L_max =
+    ///   `rollout.max_new_tokens` and L_cache = L_max/5 (20480/4096 in the paper), no KL. (The
+    ///   paper's ±1 rewards come from the `dapo` verifier's default reward map.)
     /// * `da3po`: `dapo` + DAA (λ = 2, τ = 0.5).
+    /// * `rloo`: leave-one-out baseline with the REINFORCE loss summed over each sequence
+    ///   (Ahmadian et al. 2024, arXiv 2402.14740); the paper's KL-in-reward is not offered.
     /// * `gspo`: sequence-level ratio with ε 3e-4/4e-4, seq-mean-token-mean, 4 mini-batches per
     ///   rollout batch (TRL's steps_per_generation = 4), no KL.
     ///
@@ -342,6 +345,17 @@ impl TrainConfig {
                     aggregation: Aggregation::SeqMeanTokenSumNorm {
                         constant: max_len as f64,
                     },
+                    kl: None,
+                    entropy_coef: 0.0,
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
+            "rloo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("rloo");
+                self.loss = LossConfig {
+                    policy: PolicyLoss::Reinforce,
+                    aggregation: Aggregation::SeqMeanTokenSum,
                     kl: None,
                     entropy_coef: 0.0,
                 };
@@ -391,33 +405,47 @@ impl TrainConfig {
         Ok(())
     }
 
-    /// `base` with the preset named by the TOML's `algorithm` key (default: base's), then every
-    /// key of the TOML on top. Unknown keys are errors naming the key.
+    /// `base` with the preset named by the TOML's `algorithm` key applied (after the file's
+    /// `[rollout]` keys, on which presets' length-dependent defaults depend; a file that sets
+    /// `[rollout]` without `algorithm` re-applies base's preset), then every key of the TOML on
+    /// top. Unknown keys are errors naming the key.
     pub fn from_toml_str(text: &str, base: &TrainConfig) -> Result<Self, TrainerError> {
         let user: toml::Table = toml::from_str(text).map_err(|e| TrainerError::Config {
             field: "<toml>".into(),
             message: e.to_string(),
         })?;
-        let mut cfg = base.clone();
-        if let Some(v) = user.get("algorithm") {
-            let name = v.as_str().ok_or_else(|| TrainerError::Config {
-                field: "algorithm".into(),
-                message: format!("expected a string, one of: {}", ALGORITHMS.join(", ")),
+        let overlay = |cfg: &TrainConfig, over: toml::Table| -> Result<TrainConfig, TrainerError> {
+            let mut merged = toml::Table::try_from(cfg).map_err(|e| TrainerError::Config {
+                field: "<config>".into(),
+                message: e.to_string(),
             })?;
-            cfg.apply_preset(name)?;
-        }
-        let mut merged = toml::Table::try_from(&cfg).map_err(|e| TrainerError::Config {
-            field: "<config>".into(),
-            message: e.to_string(),
-        })?;
-        merge_toml(&mut merged, user);
-        let cfg: TrainConfig =
+            merge_toml(&mut merged, over);
             toml::Value::Table(merged)
                 .try_into()
                 .map_err(|e: toml::de::Error| TrainerError::Config {
                     field: "<toml>".into(),
                     message: e.to_string(),
-                })?;
+                })
+        };
+        let mut cfg = base.clone();
+        let name = match user.get("algorithm") {
+            Some(v) => Some(v.as_str().ok_or_else(|| TrainerError::Config {
+                field: "algorithm".into(),
+                message: format!("expected a string, one of: {}", ALGORITHMS.join(", ")),
+            })?),
+            None => user.contains_key("rollout").then_some(base.algorithm.as_str()),
+        };
+        if let Some(name) = name {
+            // The file's generation length first: the preset derives DAPO's L_max and Dr. GRPO's
+            // constant from it (so a changed max_new_tokens re-applies the preset).
+            if let Some(r) = user.get("rollout") {
+                let mut only = toml::Table::new();
+                only.insert("rollout".into(), r.clone());
+                cfg = overlay(&cfg, only)?;
+            }
+            cfg.apply_preset(name)?;
+        }
+        let cfg = overlay(&cfg, user)?;
         cfg.validate()?;
         Ok(cfg)
     }

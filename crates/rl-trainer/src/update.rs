@@ -104,6 +104,11 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     device: &B::Device,
 ) -> Result<(P, LossMetrics, f64), TrainerError> {
     let global = counts(seqs);
+    // A KL term with β = 0 needs no reference model (the trainer loads none): drop it.
+    let loss_cfg = &LossConfig {
+        kl: loss_cfg.kl.filter(|k| k.coef > 0.0),
+        ..*loss_cfg
+    };
     let mut acc = GradientsAccumulator::<P>::new();
     let mut metrics = LossMetrics::default();
     let entropy = if loss_cfg.entropy_coef != 0.0 {
