@@ -20,6 +20,8 @@ Writes `crates/rl-models/tests/fixtures/`:
   prompts and for a left-padded batch, with the smallest top-1/top-2 logit margin seen (the test is
   only meaningful when that margin is far above float noise; the script asserts it).
 * `presets.json`: parameter counts HF computes for the Qwen3-0.6B/1.7B/4B/8B shapes.
+* `config_cases.json`: how transformers resolves partial config.json files (its defaults for
+  head_dim / num_key_value_heads / rope_theta ..., both rope spellings).
 * `qwen3_chat_cases.json` (only when the real tokenizer is installed by
   `scripts/fetch-qwen3-tokenizer.sh`): chat-template renderings and ids from
   `AutoTokenizer.apply_chat_template`.
@@ -323,6 +325,42 @@ def presets():
         json.dump(out, f, indent=1)
 
 
+BASE_CONFIG = dict(vocab_size=10, hidden_size=64, intermediate_size=8, num_hidden_layers=1,
+                   num_attention_heads=32)
+CONFIG_CASES = [
+    dict(BASE_CONFIG),
+    dict(BASE_CONFIG, num_attention_heads=16, num_key_value_heads=None),
+    dict(BASE_CONFIG, num_key_value_heads=2, head_dim=8, rope_theta=5.0, rope_scaling=None,
+         torch_dtype="bfloat16", tie_word_embeddings=True, eos_token_id=[3, 4]),
+    dict(BASE_CONFIG, rope_parameters={"rope_theta": 7.0, "rope_type": "default"},
+         dtype="float16", rms_norm_eps=1e-5, max_position_embeddings=128, eos_token_id=2),
+]
+
+
+def config_cases():
+    """How transformers resolves partial config.json files (defaults, both rope spellings)."""
+    out = []
+    for raw in CONFIG_CASES:
+        c = Qwen3Config.from_dict(dict(raw))
+        eos = c.eos_token_id
+        out.append({
+            "input": raw,
+            "resolved": {
+                "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
+                "intermediate_size": c.intermediate_size,
+                "num_hidden_layers": c.num_hidden_layers,
+                "num_attention_heads": c.num_attention_heads,
+                "num_key_value_heads": c.num_key_value_heads, "head_dim": c.head_dim,
+                "rope_theta": c.rope_parameters["rope_theta"], "rms_norm_eps": c.rms_norm_eps,
+                "max_position_embeddings": c.max_position_embeddings,
+                "tie_word_embeddings": c.tie_word_embeddings,
+                "eos_token_id": [] if eos is None else (eos if isinstance(eos, list) else [eos]),
+            },
+        })
+    with open(os.path.join(OUT, "config_cases.json"), "w") as f:
+        json.dump({"generated_by": "tools/gen_qwen3_fixtures.py", "cases": out}, f, indent=1)
+
+
 CHAT_CASES = [
     dict(messages=[{"role": "user", "content": "What is 1+1?"}], add_generation_prompt=True),
     dict(messages=[{"role": "user", "content": "What is 1+1?"}], add_generation_prompt=True,
@@ -369,4 +407,5 @@ if __name__ == "__main__":
     for spec in MODELS:
         build(spec)
     presets()
+    config_cases()
     chat_cases()

@@ -1,0 +1,205 @@
+//! Throughput of the Qwen3 implementation, for the side-by-side comparison with PyTorch +
+//! transformers in `tools/bench_qwen3.py` (which runs this binary on the CPU backend, burn
+//! `flex`) and for `scripts/gpu-check.sh` (CUDA, f32 and bf16).
+//!
+//! ```text
+//! cargo run --release -p rl-models --example qwen3_bench -- --config tiny|0.6b \
+//!     --case forward|train|decode --batch B [--seq T] [--prompt P --new-tokens N] [--repeats R] \
+//!     [--backend cpu|wgpu|cuda] [--dtype f32|bf16]
+//! ```
+//!
+//! `--backend wgpu` / `cuda` need `--features wgpu` / `cuda`; `--dtype bf16` (weights and
+//! activations in bf16, softmax and norm statistics still in f32) is offered on CUDA.
+//!
+//! Prints one JSON line per case: the median wall time of `repeats` runs after one warm-up and
+//! the tokens/s it implies (`forward`: B·T tokens through the model, logits for every position;
+//! `train`: B·T tokens, `-Σ log p` of every next token, forward + backward; `decode`: B·N new
+//! tokens after a P-token prompt, greedy, KV cache). The model is random (seed 0).
+
+use std::time::Instant;
+
+use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::{Int, Tensor, TensorData};
+use rl_models::{EntropyMode, GenerationConfig, Qwen3, Qwen3Config, generate};
+
+struct Args {
+    config: String,
+    case: String,
+    batch: usize,
+    seq: usize,
+    prompt: usize,
+    new_tokens: usize,
+    repeats: usize,
+    backend: String,
+    dtype: String,
+}
+
+fn parse() -> Args {
+    let mut a = Args {
+        config: "tiny".into(),
+        case: "forward".into(),
+        batch: 1,
+        seq: 128,
+        prompt: 16,
+        new_tokens: 64,
+        repeats: 3,
+        backend: "cpu".into(),
+        dtype: "f32".into(),
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < argv.len() {
+        let v = argv.get(i + 1).cloned().unwrap_or_default();
+        match argv[i].as_str() {
+            "--config" => a.config = v,
+            "--case" => a.case = v,
+            "--batch" => a.batch = v.parse().expect("--batch"),
+            "--seq" => a.seq = v.parse().expect("--seq"),
+            "--prompt" => a.prompt = v.parse().expect("--prompt"),
+            "--new-tokens" => a.new_tokens = v.parse().expect("--new-tokens"),
+            "--repeats" => a.repeats = v.parse().expect("--repeats"),
+            "--backend" => a.backend = v,
+            "--dtype" => a.dtype = v,
+            other => panic!("unknown argument {other}"),
+        }
+        i += 2;
+    }
+    a
+}
+
+/// The configs compared: `tiny` (the tiny preset with a 4096-token vocabulary) and Qwen3-0.6B
+/// shapes.
+fn config(name: &str) -> Qwen3Config {
+    match name {
+        "tiny" => Qwen3Config::tiny(4096),
+        "0.6b" => Qwen3Config::qwen3_0_6b(),
+        other => panic!("unknown config {other} (tiny or 0.6b)"),
+    }
+}
+
+/// Deterministic pseudo-random ids in the vocabulary.
+fn ids(n: usize, vocab: usize, salt: usize) -> Vec<i64> {
+    (0..n)
+        .map(|i| ((i * 7919 + salt * 104_729 + 13) % vocab) as i64)
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time<F: FnMut()>(repeats: usize, mut f: F) -> f64 {
+    f(); // warm-up
+    median(
+        (0..repeats)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
+fn main() {
+    let a = parse();
+    let (secs, tokens) = match (a.backend.as_str(), a.dtype.as_str()) {
+        ("cpu", "f32") => bench::<Autodiff<Flex>>(&a, Default::default()),
+        #[cfg(feature = "wgpu")]
+        ("wgpu", "f32") => bench::<Autodiff<burn::backend::Wgpu>>(&a, Default::default()),
+        #[cfg(feature = "cuda")]
+        ("cuda", "f32") => bench::<Autodiff<burn::backend::Cuda>>(&a, Default::default()),
+        #[cfg(feature = "cuda")]
+        ("cuda", "bf16") => {
+            bench::<Autodiff<burn::backend::Cuda<burn::tensor::bf16>>>(&a, Default::default())
+        }
+        (b, d) => panic!(
+            "backend {b} with dtype {d} is not available in this build \
+             (cpu/f32 always; wgpu/f32 with --features wgpu; cuda/f32, cuda/bf16 with --features cuda)"
+        ),
+    };
+    println!(
+        "{}",
+        serde_json::json!({
+            "impl": format!("burn-{}", a.backend),
+            "dtype": a.dtype,
+            "config": a.config,
+            "case": a.case,
+            "batch": a.batch,
+            "seq": a.seq,
+            "prompt": a.prompt,
+            "new_tokens": a.new_tokens,
+            "seconds": secs,
+            "tokens_per_s": tokens as f64 / secs,
+            "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        })
+    );
+}
+
+/// Median seconds of one case and the tokens it processes, on backend `AD` (and its inner `B`).
+fn bench<AD: AutodiffBackend>(a: &Args, dev: AD::Device) -> (f64, usize) {
+    type B<AD> = <AD as AutodiffBackend>::InnerBackend;
+    let cfg = config(&a.config);
+    let vocab = cfg.vocab_size;
+    let t0 = Instant::now();
+    match a.case.as_str() {
+        "forward" => {
+            let model = cfg.init_seeded::<B<AD>>(0, &dev).unwrap();
+            eprintln!("init {:.1}s", t0.elapsed().as_secs_f64());
+            let data = ids(a.batch * a.seq, vocab, 1);
+            let secs = time(a.repeats, || {
+                let x = Tensor::<B<AD>, 2, Int>::from_data(
+                    TensorData::new(data.clone(), [a.batch, a.seq]),
+                    &dev,
+                );
+                let logits = model.forward(x, None, None).unwrap();
+                // read back one value: forces the computation on lazy backends
+                let _ = logits.slice([0..1, 0..1, 0..1]).into_scalar();
+            });
+            (secs, a.batch * a.seq)
+        }
+        "train" => {
+            let model = cfg.init_seeded::<AD>(0, &dev).unwrap();
+            eprintln!("init {:.1}s", t0.elapsed().as_secs_f64());
+            let data = ids(a.batch * a.seq, vocab, 2);
+            let secs = time(a.repeats, || {
+                let x = Tensor::<AD, 2, Int>::from_data(
+                    TensorData::new(data.clone(), [a.batch, a.seq]),
+                    &dev,
+                );
+                let lp = model.token_logprobs(x, None, EntropyMode::None).unwrap();
+                let loss = lp.logprobs.sum().neg();
+                let grads = loss.backward();
+                let g = model
+                    .embed_tokens
+                    .weight
+                    .val()
+                    .grad(&grads)
+                    .expect("gradient");
+                let _ = g.slice([0..1, 0..1]).into_scalar();
+            });
+            (secs, a.batch * a.seq)
+        }
+        "decode" => {
+            let model: Qwen3<B<AD>> = cfg.init_seeded::<B<AD>>(0, &dev).unwrap();
+            eprintln!("init {:.1}s", t0.elapsed().as_secs_f64());
+            let prompts: Vec<Vec<u32>> = (0..a.batch)
+                .map(|b| {
+                    ids(a.prompt, vocab, 10 + b)
+                        .into_iter()
+                        .map(|x| x as u32)
+                        .collect()
+                })
+                .collect();
+            let gen_cfg = GenerationConfig::greedy(a.new_tokens);
+            let secs = time(a.repeats, || {
+                let out = generate(&model, &prompts, &gen_cfg).unwrap();
+                assert!(out.iter().all(|g| g.tokens.len() == a.new_tokens));
+            });
+            (secs, a.batch * a.new_tokens)
+        }
+        other => panic!("unknown case {other} (forward, train or decode)"),
+    }
+}

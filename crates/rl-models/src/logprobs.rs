@@ -1,0 +1,94 @@
+//! Per-token log-probs and entropies from logits, differentiable, without a second
+//! full-vocabulary log-softmax tensor.
+//!
+//! With `m = max_v x_v` (detached: `ln Σ exp` is invariant to the shift, so its gradient does not
+//! flow through `m`), `e = exp(x - m)` and `s = Σ_v e_v`:
+//!
+//! ```text
+//! log p(y) = (x_y - m) - ln s
+//! H        = -Σ_v p_v log p_v = ln s - Σ_v e_v (x_v - m) / s
+//! ```
+//!
+//! Only `x - m` and `e` are `[rows, vocab]`; under autodiff the graph keeps `e` (for `exp`'s
+//! backward) and, with [`EntropyMode::Differentiable`], `x - m` (for the product).
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{Int, Tensor};
+
+use crate::error::ModelError;
+
+/// Whether and how to compute the entropy of the next-token distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntropyMode {
+    /// Log-probs only.
+    #[default]
+    None,
+    /// Entropy as a value without gradient (for logging): the graph keeps nothing extra.
+    Detached,
+    /// Entropy with gradient (for an entropy bonus in the loss).
+    Differentiable,
+}
+
+/// Output of [`crate::Qwen3::token_logprobs`] / [`logprobs_from_logits`].
+#[derive(Clone, Debug)]
+pub struct TokenLogProbs<B: Backend> {
+    /// `logprobs[b, t] = log p(ids[b, t+1] | ids[b, ..=t])`, `[batch, seq-1]`.
+    pub logprobs: Tensor<B, 2>,
+    /// Entropy of the same next-token distribution, `[batch, seq-1]`, when asked for.
+    pub entropy: Option<Tensor<B, 2>>,
+}
+
+/// Log-probs of `targets` under `logits` (`[n, vocab]`, `[n]`), and optionally the entropies.
+pub(crate) fn logprobs_from_logits_2d<B: Backend>(
+    logits: Tensor<B, 2>,
+    targets: Tensor<B, 1, Int>,
+    entropy: EntropyMode,
+) -> (Tensor<B, 1>, Option<Tensor<B, 1>>) {
+    let [n, _] = logits.dims();
+    let m = logits.clone().detach().max_dim(1); // [n, 1]
+    let z = logits - m; // [n, V]
+    let e = z.clone().exp(); // [n, V]
+    let s = e.clone().sum_dim(1); // [n, 1]
+    let log_s = s.clone().log();
+    let picked = z.clone().gather(1, targets.reshape([n, 1]));
+    let lp = (picked - log_s.clone()).reshape([n]);
+    let ent = match entropy {
+        EntropyMode::None => None,
+        EntropyMode::Detached => {
+            let ez = (e.detach() * z.detach()).sum_dim(1);
+            Some((log_s.detach() - ez / s.detach()).reshape([n]))
+        }
+        EntropyMode::Differentiable => {
+            let ez = (e * z).sum_dim(1);
+            Some((log_s - ez / s).reshape([n]))
+        }
+    };
+    (lp, ent)
+}
+
+/// Next-token log-probs from full logits: `logits [batch, seq, vocab]` (position `t` predicts
+/// token `t+1`) and `input_ids [batch, seq]` give `[batch, seq-1]` log-probs of `input_ids[:, 1:]`
+/// (and entropies). The last position's logits are not used.
+pub fn logprobs_from_logits<B: Backend>(
+    logits: Tensor<B, 3>,
+    input_ids: Tensor<B, 2, Int>,
+    entropy: EntropyMode,
+) -> Result<TokenLogProbs<B>, ModelError> {
+    let [b, l, v] = logits.dims();
+    let [bi, li] = input_ids.dims();
+    if l < 2 || b != bi || l != li {
+        return Err(ModelError::InvalidInput(format!(
+            "logits [{b}, {l}, {v}] and input_ids [{bi}, {li}] must agree, with seq >= 2"
+        )));
+    }
+    let logits = logits
+        .slice([0..b, 0..l - 1, 0..v])
+        .reshape([b * (l - 1), v]);
+    let targets = input_ids.slice([0..b, 1..l]).reshape([b * (l - 1)]);
+    let (lp, ent) = logprobs_from_logits_2d(logits, targets, entropy);
+    Ok(TokenLogProbs {
+        logprobs: lp.reshape([b, l - 1]),
+        entropy: ent.map(|e| e.reshape([b, l - 1])),
+    })
+}
