@@ -1,563 +1,66 @@
-//! rl-loss tests on burn's CPU backend with autodiff.
+//! rl-loss numeric tests, instantiated for every compiled backend (candle's `test_device!`
+//! idea): `cpu::*` always, `wgpu::*` with `--features wgpu`, `cuda::*` with `--features cuda`.
+//! The suite itself is `tests/suite/loss.rs`.
 //!
-//! Expected values are derived by hand next to each test (algorithms.md §10.2 lists the same
-//! scalar checks), gradients are checked against central finite differences, and the
-//! accumulation/padding properties against the un-split, un-padded computation.
+//! Tolerances (`Tol`): on the CPU backend single values agree to 1e-6, differently ordered sums
+//! to 1e-5 relative, and finite differences (h = 1e-2, f32) to 2e-3. GPU backends may reorder
+//! reductions and fuse kernels: 1e-4 and 5e-3.
 
-use burn::backend::{Autodiff, Flex};
-use burn::prelude::*;
-use rl_loss::{
-    Aggregation, GlobalCounts, KlConfig, KlEstimator, LossConfig, LossError, LossInput, PolicyLoss,
-    compute_loss, kl_per_token, mask_from_lengths,
-};
-
-type B = Autodiff<Flex>;
-
-fn dev() -> burn::backend::flex::FlexDevice {
-    Default::default()
+/// What a backend may differ by.
+#[derive(Clone, Copy, Debug)]
+pub struct Tol {
+    /// Single values that agree exactly in real numbers (hand-derived scalars, padding).
+    pub value: f32,
+    /// Sums whose order of accumulation differs (micro-batch accumulation, GSPO forms).
+    pub sum: f32,
+    /// Absolute tolerance of central finite differences (h = 1e-2).
+    pub fd: f32,
 }
 
-fn t2(v: &[f32], shape: [usize; 2]) -> Tensor<B, 2> {
-    Tensor::from_data(TensorData::new(v.to_vec(), shape), &dev())
-}
-
-fn vec2(t: Tensor<<B as burn::tensor::backend::AutodiffBackend>::InnerBackend, 2>) -> Vec<f32> {
-    t.into_data().convert::<f32>().into_vec().unwrap()
-}
-
-fn scalar(t: Tensor<B, 1>) -> f32 {
-    t.into_data().convert::<f32>().into_vec::<f32>().unwrap()[0]
-}
-
-fn cfg(policy: PolicyLoss, aggregation: Aggregation) -> LossConfig {
-    LossConfig {
-        policy,
-        aggregation,
-        kl: None,
-        entropy_coef: 0.0,
-    }
-}
-
-fn ppo(lo: f64, hi: f64, dual: Option<f64>) -> PolicyLoss {
-    PolicyLoss::Ppo {
-        clip_low: lo,
-        clip_high: hi,
-        dual_clip: dual,
-    }
-}
-
-/// One token with log-ratio ln(r) and advantage `a`; returns (loss, d loss / d logp).
-fn one_token(policy: PolicyLoss, r: f32, a: f32) -> (f32, f32, rl_loss::LossMetrics) {
-    let logp = t2(&[r.ln()], [1, 1]).require_grad();
-    let input = LossInput {
-        logp: logp.clone(),
-        old_logp: t2(&[0.0], [1, 1]),
-        advantages: t2(&[a], [1, 1]),
-        mask: mask_from_lengths::<B>(&[1], 1, &dev()),
-        ref_logp: None,
-        entropy: None,
-    };
-    let out = compute_loss(
-        &cfg(policy, Aggregation::TokenMean),
-        input,
-        GlobalCounts::from_lengths(&[1]),
-    )
-    .unwrap();
-    let m = out.metrics;
-    let loss = scalar(out.loss.clone());
-    let grads = out.loss.backward();
-    (loss, vec2(logp.grad(&grads).unwrap())[0], m)
-}
-
-/// A = 1, r = 1.25. With ε_high = 0.28, 1.25 < 1.28 is inside the trust region: loss −r·A =
-/// −1.25 and d/d logp (−A·e^{logp−old}) = −A·r = −1.25. With ε_high = 0.2 the ratio is clipped
-/// to 1.2: loss −1.2, gradient 0.
-#[test]
-fn clip_higher_positive_advantage() {
-    let (l, g, m) = one_token(ppo(0.2, 0.28, None), 1.25, 1.0);
-    assert!(
-        (l + 1.25).abs() < 1e-6 && (g + 1.25).abs() < 1e-5,
-        "{l} {g}"
-    );
-    assert_eq!(m.clipped_upper, 0);
-    let (l, g, m) = one_token(ppo(0.2, 0.2, None), 1.25, 1.0);
-    assert!((l + 1.2).abs() < 1e-6 && g == 0.0, "{l} {g}");
-    assert_eq!(m.clipped_upper, 1);
-    assert!((m.ratio_mean() - 1.25).abs() < 1e-6);
-}
-
-/// A = −1, r = 0.75, ε_low = 0.2: objective min(0.75·A, 0.8·A) = 0.8·A = −0.8, so the loss is
-/// +0.8, taken from the clipped branch: gradient 0.
-#[test]
-fn negative_advantage_lower_clip() {
-    let (l, g, m) = one_token(ppo(0.2, 0.28, None), 0.75, -1.0);
-    assert!((l - 0.8).abs() < 1e-6 && g == 0.0, "{l} {g}");
-    assert_eq!(m.clipped_lower, 1);
-}
-
-/// Dual-clip c = 3, A = −1, r = 5: PPO gives max(−A·5, −A·1.28) = 5; the cap −c·A = 3 wins:
-/// loss 3 (objective 3A), constant, gradient 0. Without dual-clip the loss is 5 with gradient
-/// −A·r = 5.
-#[test]
-fn dual_clip_caps_negative_advantages() {
-    let (l, g, m) = one_token(ppo(0.2, 0.28, Some(3.0)), 5.0, -1.0);
-    assert!((l - 3.0).abs() < 1e-5 && g == 0.0, "{l} {g}");
-    assert_eq!(m.dual_clipped, 1);
-    let (l, g, _) = one_token(ppo(0.2, 0.28, None), 5.0, -1.0);
-    assert!((l - 5.0).abs() < 1e-5 && (g - 5.0).abs() < 1e-4, "{l} {g}");
-    // Dual-clip never touches positive advantages: A = 1, r = 5 → clipped at 1.28.
-    let (l, _, _) = one_token(ppo(0.2, 0.28, Some(3.0)), 5.0, 1.0);
-    assert!((l + 1.28).abs() < 1e-6);
-}
-
-/// GSPO: token log-ratios [0.1, −0.1, 0.3] → mean 0.1 → s = e^0.1 = 1.105171. With the paper's
-/// ε_high = 4e-4 and A = 1 the sequence is clipped to 1.0004: loss −1.0004, no gradient. With a
-/// wide range (ε = 0.5) it is unclipped: loss −s, and d/d logp_t of −A·exp(mean) = −A·s/3.
-#[test]
-fn gspo_sequence_ratio() {
-    for policy in [
-        PolicyLoss::Gspo {
-            clip_low: 3e-4,
-            clip_high: 4e-4,
-        },
-        PolicyLoss::GspoToken {
-            clip_low: 3e-4,
-            clip_high: 4e-4,
-        },
-    ] {
-        let run = |policy: PolicyLoss| {
-            let logp = t2(&[0.1, -0.1, 0.3], [1, 3]).require_grad();
-            let input = LossInput {
-                logp: logp.clone(),
-                old_logp: t2(&[0.0; 3], [1, 3]),
-                advantages: t2(&[1.0; 3], [1, 3]),
-                mask: mask_from_lengths::<B>(&[3], 3, &dev()),
-                ref_logp: None,
-                entropy: None,
-            };
-            let out = compute_loss(
-                &cfg(policy, Aggregation::SeqMeanTokenMean),
-                input,
-                GlobalCounts::from_lengths(&[3]),
-            )
-            .unwrap();
-            let l = scalar(out.loss.clone());
-            let g = vec2(logp.grad(&out.loss.backward()).unwrap());
-            (l, g, out.metrics)
-        };
-        let (l, g, m) = run(policy);
-        assert!((l + 1.0004).abs() < 1e-6, "{l}");
-        assert!(g.iter().all(|&x| x == 0.0), "{g:?}");
-        assert!((m.ratio_mean() - 0.1f64.exp()).abs() < 1e-5);
-        assert_eq!(m.clipped_upper, 3);
-        let wide = match policy {
-            PolicyLoss::Gspo { .. } => PolicyLoss::Gspo {
-                clip_low: 0.5,
-                clip_high: 0.5,
-            },
-            _ => PolicyLoss::GspoToken {
-                clip_low: 0.5,
-                clip_high: 0.5,
-            },
-        };
-        let (l, g, _) = run(wide);
-        let s = 0.1f32.exp();
-        assert!((l + s).abs() < 1e-5, "{l}");
-        for x in g {
-            assert!((x + s / 3.0).abs() < 1e-5, "{x}");
-        }
-    }
-}
-
-/// Deterministic pseudo-random numbers in [lo, hi).
-fn rand_vec(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-    let mut x = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407)
-        | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            lo + (hi - lo) * ((x >> 11) as f32 / (1u64 << 53) as f32)
-        })
-        .collect()
-}
-
-struct Data {
-    n: usize,
-    t: usize,
-    lengths: Vec<usize>,
-    logp: Vec<f32>,
-    old: Vec<f32>,
-    adv: Vec<f32>,
-    refp: Vec<f32>,
-    ent: Vec<f32>,
-}
-
-fn data(seed: u64) -> Data {
-    let (n, t) = (6, 7);
-    let lengths = vec![7, 3, 5, 1, 6, 4];
-    let old = rand_vec(n * t, seed, -3.0, -0.1);
-    let noise = rand_vec(n * t, seed + 1, -0.15, 0.15);
-    let logp: Vec<f32> = old.iter().zip(&noise).map(|(o, e)| o + e).collect();
-    let seq_adv = rand_vec(n, seed + 2, -1.5, 1.5);
-    let adv: Vec<f32> = (0..n * t).map(|k| seq_adv[k / t]).collect();
-    let refp: Vec<f32> = old
-        .iter()
-        .zip(rand_vec(n * t, seed + 3, -0.3, 0.3))
-        .map(|(o, e)| o + e)
-        .collect();
-    let ent = rand_vec(n * t, seed + 4, 0.0, 2.0);
-    Data {
-        n,
-        t,
-        lengths,
-        logp,
-        old,
-        adv,
-        refp,
-        ent,
-    }
-}
-
-fn all_configs() -> Vec<LossConfig> {
-    let kl = Some(KlConfig {
-        estimator: KlEstimator::K3,
-        coef: 0.04,
-        straight_through: false,
-    });
-    let mut v = vec![];
-    for agg in [
-        Aggregation::TokenMean,
-        Aggregation::SeqMeanTokenMean,
-        Aggregation::SeqMeanTokenSum,
-        Aggregation::SeqMeanTokenSumNorm { constant: 16.0 },
-    ] {
-        v.push(LossConfig {
-            policy: ppo(0.2, 0.28, Some(3.0)),
-            aggregation: agg,
-            kl,
-            entropy_coef: 0.01,
-        });
-        v.push(cfg(PolicyLoss::Reinforce, agg));
-    }
-    v.push(cfg(
-        PolicyLoss::Gspo {
-            clip_low: 0.2,
-            clip_high: 0.2,
-        },
-        Aggregation::SeqMeanTokenMean,
-    ));
-    v.push(LossConfig {
-        policy: PolicyLoss::GspoToken {
-            clip_low: 0.2,
-            clip_high: 0.2,
-        },
-        aggregation: Aggregation::SeqMeanTokenMean,
-        kl: Some(KlConfig {
-            estimator: KlEstimator::K2,
-            coef: 0.1,
-            straight_through: true,
-        }),
-        entropy_coef: 0.0,
-    });
-    v
-}
-
-/// Loss and d loss / d logp for rows `rows` of `d`, padded to `t_pad` with `pad` in every float
-/// input, normalised by `counts`.
-fn eval(
-    c: &LossConfig,
-    d: &Data,
-    rows: &[usize],
-    t_pad: usize,
-    pad: f32,
-    counts: GlobalCounts,
-    logp_override: Option<&[f32]>,
-) -> (f32, Vec<f32>) {
-    let take = |src: &[f32]| -> Vec<f32> {
-        let mut out = Vec::new();
-        for &i in rows {
-            for k in 0..t_pad {
-                out.push(if k < d.lengths[i] {
-                    src[i * d.t + k]
-                } else {
-                    pad
-                });
+macro_rules! backend_suite {
+    ($name:ident, $backend:ty, $device:expr, $tol:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::Tol;
+            type B = $backend;
+            fn dev() -> burn::tensor::Device<B> {
+                $device
             }
+            const TOL: Tol = $tol;
+            include!("suite/loss.rs");
         }
-        out
     };
-    let shape = [rows.len(), t_pad];
-    let logp_src = logp_override.unwrap_or(&d.logp);
-    let logp = t2(&take(logp_src), shape).require_grad();
-    let lengths: Vec<usize> = rows.iter().map(|&i| d.lengths[i]).collect();
-    let input = LossInput {
-        logp: logp.clone(),
-        old_logp: t2(&take(&d.old), shape),
-        advantages: t2(&take(&d.adv), shape),
-        mask: mask_from_lengths::<B>(&lengths, t_pad, &dev()),
-        ref_logp: Some(t2(&take(&d.refp), shape)),
-        entropy: Some(t2(&take(&d.ent), shape)),
-    };
-    let out = compute_loss(c, input, counts).unwrap();
-    let l = scalar(out.loss.clone());
-    let g = vec2(logp.grad(&out.loss.backward()).unwrap());
-    // Back to the [n, t] layout of the data, valid positions only.
-    let mut full = vec![0.0; d.n * d.t];
-    for (r, &i) in rows.iter().enumerate() {
-        for k in 0..d.lengths[i] {
-            full[i * d.t + k] = g[r * t_pad + k];
-        }
+}
+
+backend_suite!(
+    cpu,
+    burn::backend::Autodiff<burn::backend::Flex>,
+    Default::default(),
+    Tol {
+        value: 1e-6,
+        sum: 1e-5,
+        fd: 2e-3
     }
-    (l, full)
-}
-
-fn close(a: f32, b: f32, tol: f32) -> bool {
-    (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
-}
-
-#[test]
-fn micro_batches_accumulate_to_the_full_batch() {
-    let d = data(11);
-    let counts = GlobalCounts::from_lengths(&d.lengths);
-    let all: Vec<usize> = (0..d.n).collect();
-    for c in all_configs() {
-        let (l_full, g_full) = eval(&c, &d, &all, d.t, 0.0, counts, None);
-        let mut l_sum = 0.0;
-        let mut g_sum = vec![0.0; d.n * d.t];
-        for chunk in [vec![0, 1], vec![2, 3, 4], vec![5]] {
-            let (l, g) = eval(&c, &d, &chunk, d.t, 0.0, counts, None);
-            l_sum += l;
-            for (s, x) in g_sum.iter_mut().zip(g) {
-                *s += x;
-            }
-        }
-        assert!(close(l_full, l_sum, 1e-5), "{c:?}: {l_full} vs {l_sum}");
-        for (a, b) in g_full.iter().zip(&g_sum) {
-            assert!(close(*a, *b, 1e-5), "{c:?}: {a} vs {b}");
-        }
+);
+#[cfg(feature = "wgpu")]
+backend_suite!(
+    wgpu,
+    burn::backend::Autodiff<burn::backend::Wgpu>,
+    burn::backend::wgpu::WgpuDevice::DefaultDevice,
+    Tol {
+        value: 1e-4,
+        sum: 1e-4,
+        fd: 5e-3
     }
-}
-
-#[test]
-fn invariant_to_padding_length_and_pad_value() {
-    let d = data(5);
-    let counts = GlobalCounts::from_lengths(&d.lengths);
-    let all: Vec<usize> = (0..d.n).collect();
-    for c in all_configs() {
-        let (l0, g0) = eval(&c, &d, &all, d.t, 0.0, counts, None);
-        for (t_pad, pad) in [
-            (7, f32::NAN),
-            (12, 1e30),
-            (12, -1e30),
-            (9, f32::INFINITY),
-            (20, -7.0),
-        ] {
-            let (l, g) = eval(&c, &d, &all, t_pad, pad, counts, None);
-            assert!(close(l0, l, 1e-6), "{c:?} pad {t_pad}/{pad}: {l0} vs {l}");
-            for (a, b) in g0.iter().zip(&g) {
-                assert!(
-                    a.is_finite() && close(*a, *b, 1e-6),
-                    "{c:?} pad {t_pad}/{pad}: {a} vs {b}"
-                );
-            }
-        }
+);
+#[cfg(feature = "cuda")]
+backend_suite!(
+    cuda,
+    burn::backend::Autodiff<burn::backend::Cuda>,
+    burn::backend::cuda::CudaDevice::new(0),
+    Tol {
+        value: 1e-4,
+        sum: 1e-4,
+        fd: 5e-3
     }
-}
-
-/// Central finite differences on logp with h = 1e-2 against autodiff. Ratios stay within
-/// e^{±0.15} of 1 and ε = 0.2, so no clip boundary lies within h of any token; k3 and the
-/// entropy term are smooth. Tolerance reflects f32 arithmetic (loss ~1, h = 1e-2).
-#[test]
-fn gradients_match_finite_differences() {
-    let d = data(3);
-    let counts = GlobalCounts::from_lengths(&d.lengths);
-    let all: Vec<usize> = (0..d.n).collect();
-    for c in all_configs() {
-        let (_, g) = eval(&c, &d, &all, d.t, 0.0, counts, None);
-        let h = 1e-2f32;
-        for i in 0..d.n {
-            for k in 0..d.lengths[i] {
-                let idx = i * d.t + k;
-                let mut plus = d.logp.clone();
-                plus[idx] += h;
-                let mut minus = d.logp.clone();
-                minus[idx] -= h;
-                let (lp, _) = eval(&c, &d, &all, d.t, 0.0, counts, Some(&plus));
-                let (lm, _) = eval(&c, &d, &all, d.t, 0.0, counts, Some(&minus));
-                let fd = (lp - lm) / (2.0 * h);
-                assert!(
-                    (fd - g[idx]).abs() < 2e-3,
-                    "{c:?} [{i},{k}]: fd {fd} vs autodiff {}",
-                    g[idx]
-                );
-            }
-        }
-    }
-}
-
-/// With A constant over each sequence, GSPO and GSPO-token agree in value and gradient
-/// (GSPO paper §4.3; the stop-gradient construction gives d s_{i,t} = s_i · d logp_t).
-#[test]
-fn gspo_and_gspo_token_agree() {
-    let d = data(21);
-    let counts = GlobalCounts::from_lengths(&d.lengths);
-    let all: Vec<usize> = (0..d.n).collect();
-    for eps in [0.01, 0.2] {
-        let a = cfg(
-            PolicyLoss::Gspo {
-                clip_low: eps,
-                clip_high: eps,
-            },
-            Aggregation::SeqMeanTokenMean,
-        );
-        let b = cfg(
-            PolicyLoss::GspoToken {
-                clip_low: eps,
-                clip_high: eps,
-            },
-            Aggregation::SeqMeanTokenMean,
-        );
-        let (la, ga) = eval(&a, &d, &all, d.t, 0.0, counts, None);
-        let (lb, gb) = eval(&b, &d, &all, d.t, 0.0, counts, None);
-        assert!(close(la, lb, 1e-6), "{la} vs {lb}");
-        for (x, y) in ga.iter().zip(&gb) {
-            assert!(close(*x, *y, 1e-5), "{x} vs {y}");
-        }
-    }
-}
-
-/// On a categorical distribution π over 5 tokens, E_{x~π}[k1] and E_{x~π}[k3] equal the exact
-/// KL(π‖ref): E[x] = Σ π log(π/ref) and E[e^{−x}] = Σ π·ref/π = 1, so E[k3] = 1 + E[x] − 1.
-/// Straight-through keeps k3's value and takes k2's gradient d(x²/2)/dx = x.
-#[test]
-fn kl_estimators_are_unbiased_where_theory_says() {
-    let pi = [0.4f32, 0.3, 0.15, 0.1, 0.05];
-    let rf = [0.2f32, 0.2, 0.2, 0.2, 0.2];
-    let exact: f32 = pi.iter().zip(&rf).map(|(p, r)| p * (p / r).ln()).sum();
-    let lp: Vec<f32> = pi.iter().map(|p| p.ln()).collect();
-    let lr: Vec<f32> = rf.iter().map(|r| r.ln()).collect();
-    for est in [KlEstimator::K1, KlEstimator::K3] {
-        let k = kl_per_token(t2(&lp, [1, 5]), t2(&lr, [1, 5]), est, false);
-        let kv: Vec<f32> = k.into_data().convert::<f32>().into_vec().unwrap();
-        let expectation: f32 = pi.iter().zip(&kv).map(|(p, k)| p * k).sum();
-        assert!(
-            (expectation - exact).abs() < 1e-6,
-            "{est:?}: {expectation} vs {exact}"
-        );
-    }
-    let x = t2(&lp, [1, 5]).require_grad();
-    let k = kl_per_token(x.clone(), t2(&lr, [1, 5]), KlEstimator::K3, true);
-    let val: Vec<f32> = k.clone().into_data().convert::<f32>().into_vec().unwrap();
-    let g = vec2(x.grad(&k.sum().backward()).unwrap());
-    for i in 0..5 {
-        let xi = lp[i] - lr[i];
-        assert!((val[i] - ((-xi).exp() + xi - 1.0)).abs() < 1e-6);
-        assert!((g[i] - xi).abs() < 1e-6);
-    }
-}
-
-#[test]
-fn errors_name_the_problem() {
-    let msg = PolicyLoss::from_name("trpo").unwrap_err().to_string();
-    assert!(
-        msg.contains("ppo") && msg.contains("gspo_token") && msg.contains("reinforce"),
-        "{msg}"
-    );
-    let msg = Aggregation::from_name("mean", None)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        msg.contains("token_mean") && msg.contains("seq_mean_token_sum_norm"),
-        "{msg}"
-    );
-    assert!(matches!(
-        Aggregation::from_name("seq_mean_token_sum_norm", None),
-        Err(LossError::InvalidConfig {
-            field: "constant",
-            ..
-        })
-    ));
-    assert!(KlEstimator::from_name("k4").is_err());
-    let bad = cfg(
-        PolicyLoss::Gspo {
-            clip_low: 3e-4,
-            clip_high: 4e-4,
-        },
-        Aggregation::TokenMean,
-    );
-    assert!(matches!(
-        bad.validate(),
-        Err(LossError::InvalidConfig {
-            field: "aggregation",
-            ..
-        })
-    ));
-    let bad = cfg(ppo(0.2, 0.28, Some(1.0)), Aggregation::TokenMean);
-    assert!(matches!(
-        bad.validate(),
-        Err(LossError::InvalidConfig {
-            field: "dual_clip",
-            ..
-        })
-    ));
-
-    let d = data(1);
-    let mk = |refp: bool, adv_cols: usize| LossInput {
-        logp: t2(&d.logp[..6], [1, 6]),
-        old_logp: t2(&d.old[..6], [1, 6]),
-        advantages: t2(&d.adv[..adv_cols], [1, adv_cols]),
-        mask: mask_from_lengths::<B>(&[6], 6, &dev()),
-        ref_logp: refp.then(|| t2(&d.refp[..6], [1, 6])),
-        entropy: None,
-    };
-    let counts = GlobalCounts::from_lengths(&[6]);
-    let with_kl = LossConfig {
-        kl: Some(KlConfig {
-            estimator: KlEstimator::K3,
-            coef: 0.1,
-            straight_through: false,
-        }),
-        ..cfg(ppo(0.2, 0.2, None), Aggregation::TokenMean)
-    };
-    assert!(matches!(
-        compute_loss(&with_kl, mk(false, 6), counts),
-        Err(LossError::MissingInput("ref_logp"))
-    ));
-    assert!(matches!(
-        compute_loss(&with_kl, mk(true, 5), counts),
-        Err(LossError::Shape {
-            name: "advantages",
-            ..
-        })
-    ));
-    let plain = cfg(ppo(0.2, 0.2, None), Aggregation::TokenMean);
-    assert!(matches!(
-        compute_loss(
-            &plain,
-            mk(true, 6),
-            GlobalCounts {
-                tokens: 3,
-                sequences: 1
-            }
-        ),
-        Err(LossError::Counts {
-            local_tokens: 6,
-            ..
-        })
-    ));
-    let toml_cfg: LossConfig = toml::from_str(
-        "entropy_coef = 0.0\naggregation = \"token_mean\"\n[policy]\nname = \"ppo\"\nclip_low = 0.2\nclip_high = 0.28\n",
-    )
-    .unwrap();
-    assert_eq!(toml_cfg.policy, ppo(0.2, 0.28, None));
-    assert!(
-        toml::from_str::<LossConfig>(
-            "aggregation = \"token_mean\"\nbogus = 1\n[policy]\nname = \"reinforce\"\n"
-        )
-        .is_err()
-    );
-}
+);

@@ -123,12 +123,37 @@ fn toml_overrides_field_by_field_and_rejects_unknown_keys() {
         .to_string();
     assert!(e.contains("rollout.group_size"), "{e}");
     // Length-dependent preset defaults follow the file's max_new_tokens.
-    let c = TrainConfig::from_toml_str("algorithm = \"dapo\"\n[rollout]\nmax_new_tokens = 64\n", &base).unwrap();
-    assert!(matches!(c.reward.overlong, OverlongPolicy::SoftPunish { max_len: 64, cache_len: 12, .. }));
+    let c = TrainConfig::from_toml_str(
+        "algorithm = \"dapo\"\n[rollout]\nmax_new_tokens = 64\n",
+        &base,
+    )
+    .unwrap();
+    assert!(matches!(
+        c.reward.overlong,
+        OverlongPolicy::SoftPunish {
+            max_len: 64,
+            cache_len: 12,
+            ..
+        }
+    ));
     let c = TrainConfig::from_toml_str("[rollout]\nmax_new_tokens = 3000\n", &c).unwrap();
-    assert!(matches!(c.reward.overlong, OverlongPolicy::SoftPunish { max_len: 3000, cache_len: 600, .. }));
-    let c = TrainConfig::from_toml_str("algorithm = \"dr_grpo\"\n[rollout]\nmax_new_tokens = 3000\n", &base).unwrap();
-    assert_eq!(c.loss.aggregation, Aggregation::SeqMeanTokenSumNorm { constant: 3000.0 });
+    assert!(matches!(
+        c.reward.overlong,
+        OverlongPolicy::SoftPunish {
+            max_len: 3000,
+            cache_len: 600,
+            ..
+        }
+    ));
+    let c = TrainConfig::from_toml_str(
+        "algorithm = \"dr_grpo\"\n[rollout]\nmax_new_tokens = 3000\n",
+        &base,
+    )
+    .unwrap();
+    assert_eq!(
+        c.loss.aggregation,
+        Aggregation::SeqMeanTokenSumNorm { constant: 3000.0 }
+    );
     // The resolved config round-trips.
     let c = TrainConfig::from_toml_str("algorithm = \"gspo\"\n", &base).unwrap();
     assert_eq!(TrainConfig::from_toml_str(&c.to_toml(), &base).unwrap(), c);
