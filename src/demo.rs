@@ -44,19 +44,21 @@ pub struct ArithmeticDemo {
 
 impl Default for ArithmeticDemo {
     fn default() -> Self {
-        let mut train = TrainConfig::default();
-        train.steps = 60;
-        train.out_dir = PathBuf::from("runs/da3po_qwen3");
+        let mut train = TrainConfig {
+            steps: 80,
+            out_dir: PathBuf::from("runs/da3po_qwen3"),
+            ..TrainConfig::default()
+        };
         // "12+35=" → "Answer: 47<|im_end|>": short sequences keep the CPU run fast; the Qwen
         // chat template path is exercised by real checkpoints (data.chat_template = true).
         train.data.template = rl_trainer::config::PromptTemplate::Custom("{problem}=".into());
         train.data.chat_template = false;
         train.rollout.group_size = 8;
-        train.rollout.prompts_per_round = 32;
+        train.rollout.prompts_per_round = 64;
         train.rollout.max_new_tokens = 16;
         train.rollout.temperature = 1.0;
         train.rollout.top_p = 1.0;
-        train.batch.groups_per_step = 16;
+        train.batch.groups_per_step = 32;
         train.batch.max_gen_rounds = 8;
         train.batch.on_exhausted = rl_sampler::OnExhausted::TrainOnKept;
         train.optim.lr = 1e-4;

@@ -4,7 +4,6 @@
 //! held-out prompts. Writes per-run folders, a plot, and a markdown report (a section of
 //! docs/results.md between markers, other sections left untouched).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -19,6 +18,8 @@ use crate::plot::{Panel, Series, save_png};
 
 const BEGIN: &str = "<!-- rlvr compare: begin -->";
 const END: &str = "<!-- rlvr compare: end -->";
+/// Marker file written into a run folder when its run has finished.
+const COMPLETE: &str = "COMPLETE";
 
 /// Arguments of `rlvr compare`.
 #[derive(clap::Args, Debug, Clone)]
@@ -132,6 +133,11 @@ fn run_all<B: AutodiffBackend>(
         };
         for algo in &args.algorithms {
             let out = run_dir(args, seed, algo);
+            // A finished run (interrupted comparisons are resumed run by run) is kept.
+            if out.join(COMPLETE).exists() {
+                println!("seed {seed}: {algo} already complete in {}", out.display());
+                continue;
+            }
             let mut cfg = demo.train_config(algo, seed, &out)?;
             // Equal generation cost: no surplus groups, a shared budget of responses.
             cfg.rollout.prompts_per_round = cfg.batch.groups_per_step;
@@ -149,6 +155,7 @@ fn run_all<B: AutodiffBackend>(
                 device.clone(),
             )?;
             t.run(|_| {})?;
+            std::fs::write(out.join(COMPLETE), b"").map_err(|e| TrainerError::io(&out, e))?;
         }
     }
     Ok(())
@@ -193,14 +200,15 @@ fn evals(m: &[StepMetrics]) -> Vec<(usize, u64, &rl_trainer::EvalReport)> {
 fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError> {
     let budget = budget(args, demo);
     let tiers: Vec<String> = demo.task.tiers.iter().map(|t| t.name.clone()).collect();
-    let mut runs: BTreeMap<String, Vec<Vec<StepMetrics>>> = BTreeMap::new();
+    // Algorithms in the order given on the command line.
+    let mut runs: Vec<(String, Vec<Vec<StepMetrics>>)> = Vec::new();
     for algo in &args.algorithms {
-        for &seed in &args.seeds {
-            let path = run_dir(args, seed, algo).join("metrics.jsonl");
-            runs.entry(algo.clone())
-                .or_default()
-                .push(read_metrics(&path)?);
-        }
+        let seeds = args
+            .seeds
+            .iter()
+            .map(|&seed| read_metrics(&run_dir(args, seed, algo).join("metrics.jsonl")))
+            .collect::<Result<Vec<_>, _>>()?;
+        runs.push((algo.clone(), seeds));
     }
     let k = demo.train.eval.k;
     let mut md = String::new();
@@ -243,9 +251,8 @@ fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError>
     let _ = writeln!(md, "{header}");
     let _ = writeln!(md, "|{}", "---|".repeat(tiers.len() + 4));
     let start: Vec<&rl_trainer::EvalReport> = runs
-        .values()
-        .next()
-        .map(|v| {
+        .first()
+        .map(|(_, v)| {
             v.iter()
                 .filter_map(|m| evals(m).first().map(|e| e.2))
                 .collect()
@@ -271,7 +278,7 @@ fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError>
         )
     );
     let _ = writeln!(md, "{row}");
-    for (algo, seeds) in &runs {
+    for (algo, seeds) in runs.iter() {
         let last: Vec<(usize, &rl_trainer::EvalReport)> = seeds
             .iter()
             .filter_map(|m| evals(m).last().map(|e| (e.0, e.2)))
@@ -305,8 +312,8 @@ fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError>
     }
     // Fixed step counts.
     let min_last = runs
-        .values()
-        .flat_map(|v| v.iter().filter_map(|m| evals(m).last().map(|e| e.0)))
+        .iter()
+        .flat_map(|(_, v)| v.iter().filter_map(|m| evals(m).last().map(|e| e.0)))
         .min()
         .unwrap_or(0);
     let _ = writeln!(md, "\n### Hard-tier avg@{k} at fixed step counts\n");
@@ -324,7 +331,7 @@ fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError>
             .join(" | ")
     );
     let _ = writeln!(md, "|---|{}", "---|".repeat(fixed.len()));
-    for (algo, seeds) in &runs {
+    for (algo, seeds) in runs.iter() {
         let mut row = format!("| {algo} |");
         for &s in &fixed {
             let xs: Vec<f64> = seeds
@@ -348,7 +355,7 @@ fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError>
         args.target
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    for (algo, seeds) in &runs {
+    for (algo, seeds) in runs.iter() {
         let (mut steps, mut rolls, mut reached) = (Vec::new(), Vec::new(), 0);
         let (mut per_kept, mut rounds, mut amp, mut hard_kept) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -373,8 +380,8 @@ fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError>
                 train.iter().map(|x| x.frac_amplified).sum::<f64>() / train.len().max(1) as f64,
             );
             let hist: [usize; 5] = train.iter().fold([0; 5], |mut h, x| {
-                for i in 0..5 {
-                    h[i] += x.kept_pass_rate_hist[i];
+                for (acc, n) in h.iter_mut().zip(x.kept_pass_rate_hist) {
+                    *acc += n;
                 }
                 h
             });
@@ -401,7 +408,7 @@ fn report(args: &CompareArgs, demo: &ArithmeticDemo) -> Result<(), TrainerError>
             "generated responses",
             "avg@k",
         );
-        for (algo, seeds) in &runs {
+        for (algo, seeds) in runs.iter() {
             let curves: Vec<Vec<(f64, f64)>> = seeds
                 .iter()
                 .map(|m| {

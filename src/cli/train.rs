@@ -106,11 +106,12 @@ fn base_for(path: &std::path::Path, demo: &ArithmeticDemo) -> Result<TrainConfig
         field: "<toml>".into(),
         message: e.to_string(),
     })?;
-    let real = table
-        .get("model")
-        .and_then(|m| m.get("path"))
-        .is_some();
-    Ok(if real { TrainConfig::default() } else { demo.train.clone() })
+    let real = table.get("model").and_then(|m| m.get("path")).is_some();
+    Ok(if real {
+        TrainConfig::default()
+    } else {
+        demo.train.clone()
+    })
 }
 
 /// Trains per `config`: the embedded arithmetic run when `model.path` is unset, else the

@@ -433,7 +433,9 @@ impl TrainConfig {
                 field: "algorithm".into(),
                 message: format!("expected a string, one of: {}", ALGORITHMS.join(", ")),
             })?),
-            None => user.contains_key("rollout").then_some(base.algorithm.as_str()),
+            None => user
+                .contains_key("rollout")
+                .then_some(base.algorithm.as_str()),
         };
         if let Some(name) = name {
             // The file's generation length first: the preset derives DAPO's L_max and Dr. GRPO's
