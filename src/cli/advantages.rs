@@ -141,21 +141,7 @@ mod tests {
     use crate::cli::EXIT_OK;
 
     fn run_str(args: AdvantagesArgs, input: &str) -> (i32, String, String) {
-        let mut stdin = std::io::Cursor::new(input.as_bytes().to_vec());
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run(
-            args,
-            &mut Io {
-                stdin: &mut stdin,
-                stdout: &mut out,
-                stderr: &mut err,
-            },
-        );
-        (
-            code,
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-        )
+        crate::cli::run_captured(input, |io| run(args, io))
     }
 
     fn args(est: &str) -> AdvantagesArgs {

@@ -223,22 +223,7 @@ mod tests {
     }
 
     fn run_with(a: GenerateArgs) -> (i32, String, String) {
-        let mut stdin: &[u8] = b"";
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
-        let code = run(
-            a,
-            &mut Io {
-                stdin: &mut stdin,
-                stdout: &mut stdout,
-                stderr: &mut stderr,
-            },
-        );
-        (
-            code,
-            String::from_utf8(stdout).unwrap(),
-            String::from_utf8(stderr).unwrap(),
-        )
+        crate::cli::run_captured("", |io| run(a, io))
     }
 
     #[test]

@@ -95,22 +95,7 @@ mod tests {
     use super::*;
 
     fn call(args: MixArgs) -> (i32, String, String) {
-        let mut stdin = std::io::empty();
-        let mut stdin = std::io::BufReader::new(&mut stdin);
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run(
-            args,
-            &mut Io {
-                stdin: &mut stdin,
-                stdout: &mut out,
-                stderr: &mut err,
-            },
-        );
-        (
-            code,
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-        )
+        crate::cli::run_captured("", |io| run(args, io))
     }
 
     fn args(config: Option<PathBuf>, out: Option<PathBuf>) -> MixArgs {

@@ -32,6 +32,26 @@ pub struct Io<'a> {
     pub stderr: &'a mut dyn Write,
 }
 
+/// Runs a command on `input` as standard input; returns its exit code, stdout and stderr (tests).
+#[cfg(test)]
+pub(crate) fn run_captured(
+    input: &str,
+    cmd: impl FnOnce(&mut Io<'_>) -> i32,
+) -> (i32, String, String) {
+    let mut stdin = input.as_bytes();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let code = cmd(&mut Io {
+        stdin: &mut stdin,
+        stdout: &mut stdout,
+        stderr: &mut stderr,
+    });
+    (
+        code,
+        String::from_utf8(stdout).expect("utf-8 stdout"),
+        String::from_utf8(stderr).expect("utf-8 stderr"),
+    )
+}
+
 /// Why one input line was rejected.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineError {

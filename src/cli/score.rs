@@ -141,22 +141,7 @@ mod tests {
     }
 
     fn run_with(args: ScoreArgs, input: &str) -> (i32, String, String) {
-        let mut stdin = input.as_bytes();
-        let mut stdout = Vec::new();
-        let mut stderr = Vec::new();
-        let code = run(
-            args,
-            &mut Io {
-                stdin: &mut stdin,
-                stdout: &mut stdout,
-                stderr: &mut stderr,
-            },
-        );
-        (
-            code,
-            String::from_utf8(stdout).unwrap(),
-            String::from_utf8(stderr).unwrap(),
-        )
+        crate::cli::run_captured(input, |io| run(args, io))
     }
 
     #[test]

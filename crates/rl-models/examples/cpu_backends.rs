@@ -2,7 +2,7 @@
 //! same shapes, one run (the numbers in docs/performance.md come from this program).
 //!
 //! ```text
-//! cargo run --release --features ndarray --example cpu_backends
+//! cargo run --release -p rl-models --features ndarray --example cpu_backends
 //! ```
 //!
 //! Workloads, each timed as the median of 5 runs after one warm-up:
