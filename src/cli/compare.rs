@@ -18,7 +18,7 @@ use crate::plot::{Panel, Series, save_png};
 
 const BEGIN: &str = "<!-- rlvr compare: begin -->";
 const END: &str = "<!-- rlvr compare: end -->";
-/// Marker file written into a run folder when its run has finished.
+/// Marker file written into a run folder when its run has finished: the run's resolved config.
 const COMPLETE: &str = "COMPLETE";
 
 /// Arguments of `rlvr compare`.
@@ -133,11 +133,6 @@ fn run_all<B: AutodiffBackend>(
         };
         for algo in &args.algorithms {
             let out = run_dir(args, seed, algo);
-            // A finished run (interrupted comparisons are resumed run by run) is kept.
-            if out.join(COMPLETE).exists() {
-                println!("seed {seed}: {algo} already complete in {}", out.display());
-                continue;
-            }
             let mut cfg = demo.train_config(algo, seed, &out)?;
             // Equal generation cost: no surplus groups, a shared budget of responses.
             cfg.rollout.prompts_per_round = cfg.batch.groups_per_step;
@@ -145,6 +140,14 @@ fn run_all<B: AutodiffBackend>(
             cfg.steps = budget; // never the binding limit
             cfg.eval.every = args.eval_every;
             cfg.checkpoint.every = 0;
+            // A run that finished with this exact configuration is kept (an interrupted
+            // comparison resumes run by run); any other run in the folder is redone.
+            let resolved = cfg.to_toml();
+            let marker = out.join(COMPLETE);
+            if std::fs::read_to_string(&marker).is_ok_and(|done| done == resolved) {
+                println!("seed {seed}: {algo} already complete in {}", out.display());
+                continue;
+            }
             println!("seed {seed}: {algo} with a budget of {budget} responses");
             let mut t = Trainer::<B, Qwen3<B>>::new(
                 cfg,
@@ -155,7 +158,7 @@ fn run_all<B: AutodiffBackend>(
                 device.clone(),
             )?;
             t.run(|_| {})?;
-            std::fs::write(out.join(COMPLETE), b"").map_err(|e| TrainerError::io(&out, e))?;
+            std::fs::write(&marker, resolved).map_err(|e| TrainerError::io(&marker, e))?;
         }
     }
     Ok(())
