@@ -129,7 +129,11 @@ fn real<B: AutodiffBackend>(
     train::train_from_config::<B>(config, args.resume, device)
 }
 
+#[global_allocator]
+static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
+
 fn main() {
+    rl_models::allocator::tune_for_tensors();
     let args = Args::parse();
     match run_on(args.backend, Job(args.clone())) {
         Ok(Ok(())) => {}

@@ -51,7 +51,11 @@ struct Args {
     backend: BackendKind,
 }
 
+#[global_allocator]
+static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
+
 fn main() {
+    rl_models::allocator::tune_for_tensors();
     let args = Args::parse();
 
     // 1. The experiment: defaults of rl-datamix (model, LM training, domains, HDS/ODM settings).

@@ -34,7 +34,11 @@ enum Command {
     Compare(cli::compare::CompareArgs),
 }
 
+#[global_allocator]
+static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
+
 fn main() {
+    rl_models::allocator::tune_for_tensors();
     let cli = Cli::parse();
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();

@@ -80,7 +80,11 @@ fn report<B: AutodiffBackend>(name: &str) {
     println!("| {name} | {a:.1} | {b:.1} | {c:.1} |");
 }
 
+#[global_allocator]
+static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
+
 fn main() {
+    rl_models::allocator::tune_for_tensors();
     println!(
         "threads: {} (rayon)\n\n| backend | demo train (ms) | demo generate (ms) | 0.6B layer train (ms) |\n|---|---|---|---|",
         std::thread::available_parallelism()

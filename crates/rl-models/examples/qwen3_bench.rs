@@ -103,7 +103,11 @@ fn time<F: FnMut()>(repeats: usize, mut f: F) -> f64 {
     )
 }
 
+#[global_allocator]
+static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
+
 fn main() {
+    rl_models::allocator::tune_for_tensors();
     let a = parse();
     let (secs, tokens) = match (a.backend.as_str(), a.dtype.as_str()) {
         ("cpu", "f32") => bench::<Autodiff<Flex>>(&a, Default::default()),

@@ -63,6 +63,8 @@
 //! Correctness is tested against HF transformers fixtures produced by
 //! `tools/gen_qwen3_fixtures.py` (see `docs/qwen3.md`).
 
+#[cfg(feature = "mimalloc")]
+pub mod allocator;
 pub mod error;
 pub mod generation;
 pub mod logprobs;
