@@ -39,28 +39,53 @@ pub struct TokenLogProbs<B: Backend> {
     pub entropy: Option<Tensor<B, 2>>,
 }
 
-/// Log-probs of `targets` under `logits` (`[n, vocab]`, `[n]`), and optionally the entropies.
+/// Where the vocabulary axis of a 2-D logits block is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum VocabAxis {
+    /// `[n, vocab]`, one row per position (the usual layout).
+    Columns,
+    /// `[vocab, n]`, one column per position: what `W_head · hᵀ` produces without a transpose.
+    Rows,
+}
+
+impl VocabAxis {
+    fn dim(self) -> usize {
+        match self {
+            VocabAxis::Columns => 1,
+            VocabAxis::Rows => 0,
+        }
+    }
+}
+
+/// Log-probs of `targets` (`[n]`) under a logits block laid out as `axis` says, and optionally
+/// the entropies; both `[n]`.
 pub(crate) fn logprobs_from_logits_2d<B: Backend>(
     logits: Tensor<B, 2>,
     targets: Tensor<B, 1, Int>,
     entropy: EntropyMode,
+    axis: VocabAxis,
 ) -> (Tensor<B, 1>, Option<Tensor<B, 1>>) {
-    let [n, _] = logits.dims();
-    let m = logits.clone().detach().max_dim(1); // [n, 1]
-    let z = logits - m; // [n, V]
-    let e = z.clone().exp(); // [n, V]
-    let s = e.clone().sum_dim(1); // [n, 1]
+    let d = axis.dim();
+    let n = logits.dims()[1 - d];
+    let m = logits.clone().detach().max_dim(d); // one max per position
+    let z = logits - m;
+    let e = z.clone().exp();
+    let s = e.clone().sum_dim(d);
     let log_s = s.clone().log();
-    let picked = z.clone().gather(1, targets.reshape([n, 1]));
+    let index = match axis {
+        VocabAxis::Columns => targets.reshape([n, 1]),
+        VocabAxis::Rows => targets.reshape([1, n]),
+    };
+    let picked = z.clone().gather(d, index);
     let lp = (picked - log_s.clone()).reshape([n]);
     let ent = match entropy {
         EntropyMode::None => None,
         EntropyMode::Detached => {
-            let ez = (e.detach() * z.detach()).sum_dim(1);
+            let ez = (e.detach() * z.detach()).sum_dim(d);
             Some((log_s.detach() - ez / s.detach()).reshape([n]))
         }
         EntropyMode::Differentiable => {
-            let ez = (e * z).sum_dim(1);
+            let ez = (e * z).sum_dim(d);
             Some((log_s - ez / s).reshape([n]))
         }
     };
@@ -86,7 +111,7 @@ pub fn logprobs_from_logits<B: Backend>(
         .slice([0..b, 0..l - 1, 0..v])
         .reshape([b * (l - 1), v]);
     let targets = input_ids.slice([0..b, 1..l]).reshape([b * (l - 1)]);
-    let (lp, ent) = logprobs_from_logits_2d(logits, targets, entropy);
+    let (lp, ent) = logprobs_from_logits_2d(logits, targets, entropy, VocabAxis::Columns);
     Ok(TokenLogProbs {
         logprobs: lp.reshape([b, l - 1]),
         entropy: ent.map(|e| e.reshape([b, l - 1])),

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 pub use config::Qwen3Config;
 
 use crate::error::ModelError;
-use crate::logprobs::{EntropyMode, TokenLogProbs, logprobs_from_logits_2d};
+use crate::logprobs::{EntropyMode, TokenLogProbs, VocabAxis, logprobs_from_logits_2d};
 use crate::safetensors_io::{SaveDtype, WeightFiles, write_checkpoint};
 
 /// An HF tensor: name, shape, row-major f32 values.
@@ -35,11 +35,11 @@ pub type HfTensor = (String, Vec<usize>, Vec<f32>);
 pub(crate) const MASK_BIAS: f32 = -1.0e30;
 
 /// Rows of the LM head computed at once by [`Qwen3::token_logprobs`], as a budget in elements of
-/// the `[rows, vocab]` logits block (32 Mi elements = 128 MiB in f32).
-const LOGPROB_CHUNK_ELEMS: usize = 32 << 20;
-
-/// Up to this many rows a linear layer is computed as `(W x^T)^T` (see [`matmul_hf`]).
-const FEW_ROWS: usize = 256;
+/// the `[rows, vocab]` logits block (128 Mi elements = 512 MiB in f32; 883 rows of Qwen3's
+/// 151,936-token vocabulary). Under autodiff every chunk's LM-head GEMM has its own full
+/// `[vocab, hidden]` weight gradient (622 MB at 0.6B), so few large chunks are much faster than
+/// many small ones; rows are spread evenly over the chunks.
+const LOGPROB_CHUNK_ELEMS: usize = 128 << 20;
 
 /// A bias-free linear layer `y = x W^T` with the weight in HF layout `[out, in]` (burn's `Linear`
 /// stores `[in, out]`); Qwen3 has no projection biases.
@@ -412,19 +412,49 @@ fn inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
 
 /// `x W^T` for `x: [m, in]` and an HF-layout weight `W: [out, in]`, as one 2-D GEMM.
 ///
-/// With up to [`FEW_ROWS`] rows (decoding, short batches) the product is computed as `(W x^T)^T`:
-/// burn-flex's GEMM then runs with the long `out` side as its `m` dimension, measured 1.3-3x
-/// faster than `x W^T` for 4 <= m <= 256 on the CPU (equal for m = 1 and around m = 512).
+/// burn-flex's GEMM runs the same product at very different speeds depending on which side is
+/// long, so the orientation is chosen by shape ([`transposed_product`]): either `x W^T` directly,
+/// or `(W x^T)^T` with the long `out` side as the GEMM's `m` dimension.
 fn matmul_hf<B: Backend>(x: Tensor<B, 2>, w: Tensor<B, 2>) -> Tensor<B, 2> {
-    if x.dims()[0] <= FEW_ROWS {
+    let m = x.dims()[0];
+    let out = w.dims()[0];
+    if transposed_product(m, out, w.is_require_grad()) {
         w.matmul(x.transpose()).transpose()
     } else {
         x.matmul(w.transpose())
     }
 }
 
-/// cos/sin tables for the given positions, `[b, L, 1, hd]` (broadcast over heads).
+/// Whether [`matmul_hf`] computes `x W^T` as `(W x^T)^T` for `m` rows and `out` output features;
+/// `tracked` = the weight is tracked by autodiff (training: the choice also fixes the shapes of
+/// the two backward GEMMs).
+///
+/// Measured with burn-flex 0.21 on the 2-core AVX-512 EPYC build machine
+/// (`examples/matmul_probe.rs`, table in docs/performance.md). Without autodiff, `(W x^T)^T` is
+/// 1.4-2.6x faster at 8-32 rows (and at 64 rows of a 3072 → 1024 layer) and 1.1-2.8x slower from
+/// 128 rows on, where its transposed result costs a strided copy. With autodiff, forward + both
+/// backward GEMMs of a layer-sized weight are 1.2-2.9x faster as `(W x^T)^T` at 64-256 rows (the
+/// weight gradient `dy^T x` comes out in the weight's own layout) and 5-15 % slower at 1024.
+fn transposed_product(m: usize, out: usize, tracked: bool) -> bool {
+    const LAYER_SIZED: usize = 16_384;
+    if tracked && out <= LAYER_SIZED {
+        m <= 512
+    } else {
+        m <= 32 || (m <= 64 && out <= LAYER_SIZED)
+    }
+}
+
+/// cos/sin tables for the given positions, materialised at the full `[b, L, heads, hd]` shape of
+/// the query and of the key heads: burn-flex's element-wise kernels are SIMD only for same-shape
+/// operands or row/scalar broadcasts, and a `[b, L, 1, hd]` table broadcast over the heads took
+/// a scalar strided path (about 5 % of a Qwen3-0.6B forward pass on the CPU).
 struct Rope<B: Backend> {
+    q: RopeTables<B>,
+    k: RopeTables<B>,
+}
+
+/// `cos` and the sign-folded `sin` of one head count (see [`Rope::apply`]).
+struct RopeTables<B: Backend> {
     cos: Tensor<B, 4>,
     sin: Tensor<B, 4>,
 }
@@ -444,22 +474,31 @@ impl<B: Backend> Rope<B> {
             device,
         );
         let freqs = pos.mul(inv); // [b*L, hd/2], one f32 product each, as HF
-        let emb = Tensor::cat(vec![freqs.clone(), freqs], 1);
+        let cos = freqs.clone().cos();
+        let sin = freqs.sin();
         let shape = [batch, len, 1, config.head_dim];
+        // rotate_half(x) * sin = [x2, x1] * [-sin, sin]: the sign goes into the table.
+        let cos = Tensor::cat(vec![cos.clone(), cos], 1).reshape(shape);
+        let sin = Tensor::cat(vec![sin.clone().neg(), sin], 1).reshape(shape);
+        let tables = |heads: usize| RopeTables {
+            cos: cos.clone().repeat_dim(2, heads),
+            sin: sin.clone().repeat_dim(2, heads),
+        };
         Self {
-            cos: emb.clone().cos().reshape(shape),
-            sin: emb.sin().reshape(shape),
+            q: tables(config.num_attention_heads),
+            k: tables(config.num_key_value_heads),
         }
     }
 
-    /// `x * cos + rotate_half(x) * sin` on `[b, L, heads, hd]`.
-    fn apply(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    /// HF's `x * cos + rotate_half(x) * sin` on `[b, L, heads, hd]` with the tables of `heads`,
+    /// where `rotate_half(x) = [-x2, x1]` for the halves `x1`, `x2` of the last dimension.
+    fn apply(tables: &RopeTables<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let [b, l, h, hd] = x.dims();
         let half = hd / 2;
         let x1 = x.clone().slice([0..b, 0..l, 0..h, 0..half]);
         let x2 = x.clone().slice([0..b, 0..l, 0..h, half..hd]);
-        let rotated = Tensor::cat(vec![x2.neg(), x1], 3);
-        x * self.cos.clone() + rotated * self.sin.clone()
+        let swapped = Tensor::cat(vec![x2, x1], 3);
+        x * tables.cos.clone() + swapped * tables.sin.clone()
     }
 }
 
@@ -523,8 +562,8 @@ impl<B: Backend> Qwen3Attention<B> {
             .forward(x.clone())
             .reshape([batch, len, nkv, hd]);
         let v = self.v_proj.forward(x).reshape([batch, len, nkv, hd]);
-        let q = step.rope.apply(self.q_norm.forward(q)).swap_dims(1, 2); // [b, nh, L, hd]
-        let k = step.rope.apply(self.k_norm.forward(k)).swap_dims(1, 2); // [b, nkv, L, hd]
+        let q = Rope::apply(&step.rope.q, self.q_norm.forward(q)).swap_dims(1, 2); // [b, nh, L, hd]
+        let k = Rope::apply(&step.rope.k, self.k_norm.forward(k)).swap_dims(1, 2); // [b, nkv, L, hd]
         let v = v.swap_dims(1, 2);
 
         // Grouped-query attention without repeating K/V: query head j = g * n_rep + r uses KV
@@ -1088,6 +1127,20 @@ impl<B: Backend> Qwen3<B> {
         }
     }
 
+    /// Transposed logits `W_head · norm(h)ᵀ`, `[vocab, n]`, for `[n, H]` hidden states: the GEMM
+    /// reads the head weight in its own `[vocab, H]` layout and writes no transposed result, and
+    /// under autodiff the weight gradient `dL/dlogitsᵀ · h` comes out contiguous in the weight's
+    /// layout (for a tied head it is added straight onto the embedding's gradient, where a
+    /// transposed one took a scalar strided path).
+    fn lm_head_t(&self, h: Tensor<B, 2>) -> Tensor<B, 2> {
+        let h = self.norm.forward(h);
+        let w = match &self.lm_head {
+            Some(head) => head.weight.val(),
+            None => self.embed_tokens.weight.val(),
+        };
+        w.matmul(h.transpose())
+    }
+
     /// Final-layer hidden states before the final norm, `[batch, seq, H]`.
     pub(crate) fn hidden_states(
         &self,
@@ -1260,15 +1313,22 @@ impl<B: Backend> Qwen3<B> {
         let n = b * (l - 1);
         let h = h.slice([0..b, 0..l - 1, 0..hidden]).reshape([n, hidden]);
         let targets = input_ids.slice([0..b, 1..l]).reshape([n]);
-        let chunk = (LOGPROB_CHUNK_ELEMS / self.config.vocab_size).max(1);
+        let chunks = (n * self.config.vocab_size)
+            .div_ceil(LOGPROB_CHUNK_ELEMS)
+            .max(1);
+        let chunk = n.div_ceil(chunks);
         let mut lps = Vec::new();
         let mut ents = Vec::new();
         let mut r0 = 0;
         while r0 < n {
             let r1 = (r0 + chunk).min(n);
-            let logits = self.lm_head_2d(h.clone().slice([r0..r1, 0..hidden]));
-            let (lp, ent) =
-                logprobs_from_logits_2d(logits, targets.clone().narrow(0, r0, r1 - r0), entropy);
+            let logits_t = self.lm_head_t(h.clone().slice([r0..r1, 0..hidden]));
+            let (lp, ent) = logprobs_from_logits_2d(
+                logits_t,
+                targets.clone().narrow(0, r0, r1 - r0),
+                entropy,
+                VocabAxis::Rows,
+            );
             lps.push(lp);
             if let Some(e) = ent {
                 ents.push(e);
