@@ -453,7 +453,7 @@ struct Rope<B: Backend> {
     k: RopeTables<B>,
 }
 
-/// `cos` and the sign-folded `sin` of one head count (see [`Rope::apply`]).
+/// `cos` and the sign-folded `sin` of one head count (see [`RopeTables::apply`]).
 struct RopeTables<B: Backend> {
     cos: Tensor<B, 4>,
     sin: Tensor<B, 4>,
@@ -489,16 +489,18 @@ impl<B: Backend> Rope<B> {
             k: tables(config.num_key_value_heads),
         }
     }
+}
 
-    /// HF's `x * cos + rotate_half(x) * sin` on `[b, L, heads, hd]` with the tables of `heads`,
+impl<B: Backend> RopeTables<B> {
+    /// HF's `x * cos + rotate_half(x) * sin` on `[b, L, heads, hd]` (these tables' head count),
     /// where `rotate_half(x) = [-x2, x1]` for the halves `x1`, `x2` of the last dimension.
-    fn apply(tables: &RopeTables<B>, x: Tensor<B, 4>) -> Tensor<B, 4> {
+    fn apply(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
         let [b, l, h, hd] = x.dims();
         let half = hd / 2;
         let x1 = x.clone().slice([0..b, 0..l, 0..h, 0..half]);
         let x2 = x.clone().slice([0..b, 0..l, 0..h, half..hd]);
         let swapped = Tensor::cat(vec![x2, x1], 3);
-        x * tables.cos.clone() + swapped * tables.sin.clone()
+        x * self.cos.clone() + swapped * self.sin.clone()
     }
 }
 
@@ -562,8 +564,8 @@ impl<B: Backend> Qwen3Attention<B> {
             .forward(x.clone())
             .reshape([batch, len, nkv, hd]);
         let v = self.v_proj.forward(x).reshape([batch, len, nkv, hd]);
-        let q = Rope::apply(&step.rope.q, self.q_norm.forward(q)).swap_dims(1, 2); // [b, nh, L, hd]
-        let k = Rope::apply(&step.rope.k, self.k_norm.forward(k)).swap_dims(1, 2); // [b, nkv, L, hd]
+        let q = step.rope.q.apply(self.q_norm.forward(q)).swap_dims(1, 2); // [b, nh, L, hd]
+        let k = step.rope.k.apply(self.k_norm.forward(k)).swap_dims(1, 2); // [b, nkv, L, hd]
         let v = v.swap_dims(1, 2);
 
         // Grouped-query attention without repeating K/V: query head j = g * n_rep + r uses KV
@@ -1119,11 +1121,14 @@ impl<B: Backend> Qwen3<B> {
 
     /// `logits = norm(h) @ W_head^T` for `[n, H]` hidden states (before the final norm).
     fn lm_head_2d(&self, h: Tensor<B, 2>) -> Tensor<B, 2> {
-        let h = self.norm.forward(h);
+        matmul_hf(self.norm.forward(h), self.head_weight())
+    }
+
+    /// The LM head's `[vocab, H]` weight: `lm_head.weight`, or the embedding when tied.
+    fn head_weight(&self) -> Tensor<B, 2> {
         match &self.lm_head {
-            Some(head) => head.forward(h),
-            // Tied: the embedding [vocab, H] is the head's [out, in] weight.
-            None => matmul_hf(h, self.embed_tokens.weight.val()),
+            Some(head) => head.weight.val(),
+            None => self.embed_tokens.weight.val(),
         }
     }
 
@@ -1133,12 +1138,7 @@ impl<B: Backend> Qwen3<B> {
     /// layout (for a tied head it is added straight onto the embedding's gradient, where a
     /// transposed one took a scalar strided path).
     fn lm_head_t(&self, h: Tensor<B, 2>) -> Tensor<B, 2> {
-        let h = self.norm.forward(h);
-        let w = match &self.lm_head {
-            Some(head) => head.weight.val(),
-            None => self.embed_tokens.weight.val(),
-        };
-        w.matmul(h.transpose())
+        self.head_weight().matmul(self.norm.forward(h).transpose())
     }
 
     /// Final-layer hidden states before the final norm, `[batch, seq, H]`.
