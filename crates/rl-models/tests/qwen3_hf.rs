@@ -23,8 +23,16 @@ type B = Flex;
 const MODELS: [&str; 3] = ["tied_bf16", "untied_f16_sharded", "wide_f32_hub"];
 const LOGIT_TOL: f32 = 1e-4;
 
+// The checkout this test runs from (cargo sets CARGO_MANIFEST_DIR when it runs a test); the
+// compile-time value can name another checkout when a build cache is shared between clones.
+fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    manifest_dir().join("tests/fixtures")
 }
 
 fn device() -> burn::tensor::Device<B> {
@@ -609,10 +617,7 @@ fn loader_errors_name_the_tensor() {
 fn qwen3_tokenizer() -> Tokenizer {
     let path = std::env::var_os("RLVR_QWEN3_TOKENIZER")
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../.cache/qwen3-tokenizer/tokenizer.json")
-        });
+        .unwrap_or_else(|| manifest_dir().join("../../.cache/qwen3-tokenizer/tokenizer.json"));
     if !path.is_file() {
         panic!(
             "the real Qwen3 tokenizer is missing at {}: run scripts/fetch-qwen3-tokenizer.sh \

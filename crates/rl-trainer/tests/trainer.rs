@@ -17,8 +17,13 @@ use rl_verifier::OverlongPolicy;
 
 type B = Autodiff<Flex>;
 
+// The checkout this test runs from (cargo sets CARGO_MANIFEST_DIR when it runs a test); the
+// compile-time value can name another checkout when a build cache is shared between clones.
 fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("tests/data")
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -11,7 +11,11 @@ use rl_verifier::*;
 use serde_json::Value;
 
 fn fixture(name: &str) -> Vec<Value> {
-    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    // The checkout this test runs from (cargo sets CARGO_MANIFEST_DIR when it runs a test); the
+    // compile-time value can name another checkout when a build cache is shared between clones.
+    let dir = std::env::var("CARGO_MANIFEST_DIR")
+        .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+    let path = format!("{dir}/tests/data/{name}");
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{path}: {e}"))
         .lines()
