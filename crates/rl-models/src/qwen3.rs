@@ -41,6 +41,13 @@ pub(crate) const MASK_BIAS: f32 = -1.0e30;
 /// many small ones; rows are spread evenly over the chunks.
 const LOGPROB_CHUNK_ELEMS: usize = 128 << 20;
 
+/// Rows per LM-head chunk for `n` rows of `vocab` logits within a budget of `chunk_elems` logits
+/// per chunk: the fewest chunks that fit, with the rows spread evenly over them.
+fn chunk_rows(n: usize, vocab: usize, chunk_elems: usize) -> usize {
+    let chunks = (n * vocab).div_ceil(chunk_elems.max(1)).max(1);
+    n.div_ceil(chunks).max(1)
+}
+
 /// A bias-free linear layer `y = x W^T` with the weight in HF layout `[out, in]` (burn's `Linear`
 /// stores `[in, out]`); Qwen3 has no projection biases.
 #[derive(Module, Debug)]
@@ -1302,6 +1309,17 @@ impl<B: Backend> Qwen3<B> {
         mask: Option<&AttentionMask>,
         entropy: EntropyMode,
     ) -> Result<TokenLogProbs<B>, ModelError> {
+        self.token_logprobs_chunked(input_ids, mask, entropy, LOGPROB_CHUNK_ELEMS)
+    }
+
+    /// [`Self::token_logprobs`] with the LM head's chunk budget (logits per chunk) as a parameter.
+    fn token_logprobs_chunked(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        mask: Option<&AttentionMask>,
+        entropy: EntropyMode,
+        chunk_elems: usize,
+    ) -> Result<TokenLogProbs<B>, ModelError> {
         let [b, l] = input_ids.dims();
         if l < 2 {
             return Err(ModelError::InvalidInput(format!(
@@ -1313,10 +1331,7 @@ impl<B: Backend> Qwen3<B> {
         let n = b * (l - 1);
         let h = h.slice([0..b, 0..l - 1, 0..hidden]).reshape([n, hidden]);
         let targets = input_ids.slice([0..b, 1..l]).reshape([n]);
-        let chunks = (n * self.config.vocab_size)
-            .div_ceil(LOGPROB_CHUNK_ELEMS)
-            .max(1);
-        let chunk = n.div_ceil(chunks);
+        let chunk = chunk_rows(n, self.config.vocab_size, chunk_elems);
         let mut lps = Vec::new();
         let mut ents = Vec::new();
         let mut r0 = 0;
@@ -1373,6 +1388,108 @@ impl<B: Backend> Qwen3<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use burn::backend::{Autodiff, Flex};
+
+    #[test]
+    fn lm_head_chunks_are_few_and_even() {
+        // 256 rows of Qwen3's vocabulary fit the 128 Mi budget: one chunk (was 220 + 36 rows).
+        assert_eq!(chunk_rows(256, 151_936, LOGPROB_CHUNK_ELEMS), 256);
+        // 1000 rows need ceil(1000 * 151936 / 2^27) = 2 chunks of 500 rows, not 883 + 117.
+        assert_eq!(chunk_rows(1000, 151_936, LOGPROB_CHUNK_ELEMS), 500);
+        // 10 rows of 7 logits in budgets of 20: ceil(70 / 20) = 4 chunks of ceil(10 / 4) = 3 rows.
+        assert_eq!(chunk_rows(10, 7, 20), 3);
+        // a budget below one row still makes progress, one row at a time
+        assert_eq!(chunk_rows(5, 100, 10), 1);
+    }
+
+    #[test]
+    fn chunked_log_probs_do_not_depend_on_the_chunking() {
+        // Each row's log-softmax only reads its own logits, so any chunking gives the same
+        // log-probs and entropies as one chunk (only the GEMM's row blocking differs).
+        type AD = Autodiff<Flex>;
+        let device = Default::default();
+        let model = Qwen3Config::tiny(32).init_seeded::<AD>(3, &device).unwrap();
+        let ids: Vec<i64> = (0..3 * 9).map(|i| (i * 5 % 32) as i64).collect();
+        let ids = Tensor::<AD, 2, Int>::from_data(TensorData::new(ids, [3, 9]), &device);
+        let mask = AttentionMask::right_padded(&[9, 6, 8], 9).unwrap();
+        let run = |budget| {
+            let out = model
+                .token_logprobs_chunked(ids.clone(), Some(&mask), EntropyMode::Detached, budget)
+                .unwrap();
+            let lp: Vec<f32> = out.logprobs.into_data().to_vec().unwrap();
+            let ent: Vec<f32> = out.entropy.unwrap().into_data().to_vec().unwrap();
+            (lp, ent)
+        };
+        let (lp1, ent1) = run(LOGPROB_CHUNK_ELEMS); // 24 rows x 32 logits: one chunk
+        for budget in [32 * 5, 32 * 7 + 3, 1] {
+            let (lp, ent) = run(budget); // 5, 4 (of 7, 7, 7, 3 rows) and 24 chunks
+            for (a, b) in lp1.iter().zip(&lp).chain(ent1.iter().zip(&ent)) {
+                assert!((a - b).abs() <= 1e-5, "budget {budget}: {a} vs {b}");
+            }
+        }
+    }
+
+    /// `x Wᵀ` in f64 by the definition, for `x: [m, k]`, `W: [out, k]` (row-major).
+    fn plain_product(x: &[f32], w: &[f32], m: usize, k: usize, out: usize) -> Vec<f64> {
+        let mut y = vec![0.0f64; m * out];
+        for i in 0..m {
+            for j in 0..out {
+                y[i * out + j] = (0..k)
+                    .map(|t| f64::from(x[i * k + t]) * f64::from(w[j * k + t]))
+                    .sum();
+            }
+        }
+        y
+    }
+
+    fn check_matmul_hf<B: Backend>(m: usize, k: usize, out: usize, tracked: bool) {
+        let device = Default::default();
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect();
+        let w: Vec<f32> = (0..out * k)
+            .map(|i| ((i * 53 % 89) as f32 - 44.0) / 44.0)
+            .collect();
+        let xt = Tensor::<B, 2>::from_data(TensorData::new(x.clone(), [m, k]), &device);
+        let mut wt = Tensor::<B, 2>::from_data(TensorData::new(w.clone(), [out, k]), &device);
+        if tracked {
+            wt = wt.require_grad();
+        }
+        let got: Vec<f32> = matmul_hf(xt, wt).into_data().to_vec().unwrap();
+        assert_eq!(got.len(), m * out);
+        for (g, r) in got.iter().zip(plain_product(&x, &w, m, k, out)) {
+            assert!(
+                (f64::from(*g) - r).abs() <= 1e-4 * (1.0 + r.abs()),
+                "m {m}, out {out}, tracked {tracked}: {g} vs {r}"
+            );
+        }
+    }
+
+    #[test]
+    fn both_gemm_orientations_compute_x_w_transposed() {
+        // Each (rows, out, tracked) below takes the branch named beside it.
+        let cases = [
+            (8, 24, false, true),
+            (100, 24, false, false),
+            (40, 20_000, false, false),
+            (16, 20_000, false, true),
+            (100, 24, true, true),
+            (600, 24, true, false),
+            (100, 20_000, true, false),
+        ];
+        for (m, out, tracked, transposed) in cases {
+            assert_eq!(
+                transposed_product(m, out, tracked),
+                transposed,
+                "{m} {out} {tracked}"
+            );
+            if tracked {
+                check_matmul_hf::<Autodiff<Flex>>(m, 3, out, true);
+            } else {
+                check_matmul_hf::<Flex>(m, 3, out, false);
+            }
+        }
+    }
 
     #[test]
     fn masks_from_lengths() {
