@@ -11,13 +11,17 @@
 //!   keeps the groups that pass the filter and returns a batch once N groups are kept (surplus
 //!   truncated deterministically: first kept, first used), or stops after `max_gen_rounds`
 //!   rounds (0 = unlimited) with an explicit policy: error, or train on what was kept.
+//! * [`RoundSizing`] and [`KeepRate`]: how many prompts each generation round samples — a fixed
+//!   number (verl), or just enough to fill the remaining batch at the run's observed keep rate,
+//!   so that few kept groups are generated only to be dropped.
 //! * [`DifficultyTracker`]: a per-prompt running pass-rate estimate that curricula and DAA
-//!   variants can read.
+//!   variants can read (the built-in trainer does not use it).
 
 mod batcher;
 mod difficulty;
 mod error;
 mod filter;
+mod round;
 
 pub use batcher::{Batch, BatchReport, BatcherConfig, DynamicBatcher, OnExhausted, RolloutGroup};
 pub use difficulty::{DifficultyTracker, PromptStats};
@@ -25,3 +29,4 @@ pub use error::SamplerError;
 pub use filter::{
     DynamicSampling, FILTER_NAMES, FilterConfig, FilterMetric, GroupFilter, NoFilter, PassRateBand,
 };
+pub use round::{KeepRate, RoundSizing};
