@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Reference values for rl-datamix's unit tests.
 
-Writes the Rust module `crates/rl-datamix/src/test_refs.rs`:
+Writes the Rust module `crates/rl-datamix/tests/refs/reference_values.rs`:
 
-    python3 tools/datamix/reference.py > crates/rl-datamix/src/test_refs.rs
+    python3 tools/datamix/reference.py > crates/rl-datamix/tests/refs/reference_values.rs
 
 Independent sources used here:
   * MTLD: the `lexicalrichness` package (pip install lexicalrichness), `LexicalRichness.mtld(0.72)`
