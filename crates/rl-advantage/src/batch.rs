@@ -104,7 +104,8 @@ pub fn compute_batch(
         let pass_rate = Daa::pass_rate(&correct);
         for (k, &i) in idx.iter().enumerate() {
             advantages[i] = out[k];
-            amplified[i] = daa.is_some_and(|d| d.amplifies(pass_rate, correct[k]));
+            // λ > 0 keeps the sign, so the amplified value decides like the original.
+            amplified[i] = daa.is_some_and(|d| d.amplifies(pass_rate, correct[k], out[k]));
         }
     }
     if let Some(w) = whitening {

@@ -9,19 +9,82 @@ pub const DEFAULT_LAMBDA: f64 = 2.0;
 /// Default difficulty threshold τ.
 pub const DEFAULT_TAU: f64 = 0.5;
 
-/// DAA: for a kept group with pass rate p̂ = #correct/G, Ã_i = λ·Â_i when response i is correct
-/// and p̂ < τ (strict), else Â_i.
+/// Valid values of [`NegativeAdvantage`], as written in configs.
+pub const NEGATIVE_ADVANTAGE_NAMES: [&str; 2] = ["keep", "amplify"];
+
+/// What DAA does to a correct response of a hard group whose advantage Â is negative.
+///
+/// The paper's rule, Ã_i = λ·Â_i for correct responses of groups with p̂ < τ, is written for
+/// binary rewards, where a correct response of a mixed group always has Â > 0: DAA strengthens
+/// the *pull* towards rare correct answers, compensating γ = α+/α− < 1 (Theorem 3.1). With a
+/// shaped reward (an overlong penalty, 1/0 rewards, several reward terms) a correct response can
+/// sit below its group's mean; λ·Â then pushes that correct answer *away* λ times harder, the
+/// opposite of DAA's purpose. So the default leaves such advantages unchanged; on the paper's
+/// domain (binary rewards) both settings give identical advantages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum NegativeAdvantage {
+    /// `keep` (default): Â < 0 is left as is; only positive advantages of correct responses of
+    /// hard groups are multiplied by λ.
+    #[default]
+    Keep,
+    /// `amplify`: the formula read literally, λ·Â whatever the sign of Â.
+    Amplify,
+}
+
+impl NegativeAdvantage {
+    /// Parses `keep` or `amplify`.
+    pub fn from_name(name: &str) -> Result<Self, AdvantageError> {
+        match name {
+            "keep" => Ok(Self::Keep),
+            "amplify" => Ok(Self::Amplify),
+            other => Err(AdvantageError::InvalidConfig {
+                field: "negative_advantage",
+                value: other.to_string(),
+                expected: "one of: keep, amplify",
+            }),
+        }
+    }
+
+    /// The name as written in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Keep => "keep",
+            Self::Amplify => "amplify",
+        }
+    }
+}
+
+impl TryFrom<String> for NegativeAdvantage {
+    type Error = AdvantageError;
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        Self::from_name(&name)
+    }
+}
+
+impl From<NegativeAdvantage> for String {
+    fn from(rule: NegativeAdvantage) -> Self {
+        rule.name().to_string()
+    }
+}
+
+/// DAA: for a kept group with pass rate p̂ = #correct/G, Ã_i = λ·Â_i when response i is correct,
+/// p̂ < τ (strict) and, unless `negative_advantage` is `amplify`, Â_i > 0; else Ã_i = Â_i.
 ///
 /// Correctness and p̂ come from the verifier's flags, never from the shaped reward: with DAPO's
 /// ±1 reward plus an overlong penalty a correct but long answer can have a reward ≤ 0, and must
-/// still be amplified. Groups that are all wrong contain nothing to amplify; groups that are
-/// all correct have p̂ = 1 ≥ τ, so DAA never touches the groups dynamic sampling drops.
+/// still be amplified when its advantage is positive. Groups that are all wrong contain nothing
+/// to amplify; groups that are all correct have p̂ = 1 ≥ τ, so DAA never touches the groups
+/// dynamic sampling drops.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Daa {
     /// Amplification factor λ (> 0).
     pub lambda: f64,
     /// Difficulty threshold τ in (0, 1].
     pub tau: f64,
+    /// What happens to a correct response of a hard group with Â < 0.
+    #[serde(default)]
+    pub negative_advantage: NegativeAdvantage,
 }
 
 impl Default for Daa {
@@ -29,6 +92,7 @@ impl Default for Daa {
         Self {
             lambda: DEFAULT_LAMBDA,
             tau: DEFAULT_TAU,
+            negative_advantage: NegativeAdvantage::Keep,
         }
     }
 }
@@ -43,7 +107,7 @@ pub struct DaaOutcome {
 }
 
 impl Daa {
-    /// Validated constructor.
+    /// Validated constructor (negative advantages of correct responses kept, the default).
     pub fn new(lambda: f64, tau: f64) -> Result<Self, AdvantageError> {
         if !(lambda.is_finite() && lambda > 0.0) {
             return Err(AdvantageError::InvalidConfig {
@@ -59,13 +123,27 @@ impl Daa {
                 expected: "a number in (0, 1]",
             });
         }
-        Ok(Self { lambda, tau })
+        Ok(Self {
+            lambda,
+            tau,
+            negative_advantage: NegativeAdvantage::Keep,
+        })
     }
 
-    /// Whether a response with this correctness in a group with pass rate `pass_rate` is
-    /// amplified.
-    pub fn amplifies(&self, pass_rate: f64, correct: bool) -> bool {
-        correct && pass_rate < self.tau
+    /// The same DAA with another rule for negative advantages.
+    pub fn with_negative_advantage(self, negative_advantage: NegativeAdvantage) -> Self {
+        Self {
+            negative_advantage,
+            ..self
+        }
+    }
+
+    /// Whether a response with this correctness and (unamplified) advantage, in a group with
+    /// pass rate `pass_rate`, is amplified.
+    pub fn amplifies(&self, pass_rate: f64, correct: bool, advantage: f64) -> bool {
+        correct
+            && pass_rate < self.tau
+            && (advantage > 0.0 || self.negative_advantage == NegativeAdvantage::Amplify)
     }
 
     /// Pass rate of a group from its correctness flags.
@@ -81,7 +159,7 @@ impl Daa {
         let pass_rate = Self::pass_rate(correct);
         let mut amplified = 0;
         for (a, &c) in advantages.iter_mut().zip(correct) {
-            if self.amplifies(pass_rate, c) {
+            if self.amplifies(pass_rate, c, *a) {
                 *a *= self.lambda;
                 amplified += 1;
             }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daa::Daa;
+use crate::daa::{Daa, NegativeAdvantage};
 use crate::{AdvantageError, GroupId};
 
 /// Names accepted by [`EstimatorConfig::from_name`], in registry order.
@@ -377,6 +377,11 @@ pub enum EstimatorConfig {
         /// Difficulty threshold τ: groups with p̂ < τ are hard (strict).
         #[serde(default = "default_tau")]
         tau: f64,
+        /// What DAA does to a correct response of a hard group whose advantage is negative
+        /// (possible only with shaped rewards): `keep` (default) or `amplify` (λ·Â whatever the
+        /// sign). See [`NegativeAdvantage`].
+        #[serde(default)]
+        negative_advantage: NegativeAdvantage,
     },
 }
 
@@ -406,6 +411,7 @@ impl EstimatorConfig {
                 equal_tol: DEFAULT_EQUAL_TOL,
                 lambda: crate::daa::DEFAULT_LAMBDA,
                 tau: crate::daa::DEFAULT_TAU,
+                negative_advantage: NegativeAdvantage::Keep,
             },
             other => {
                 return Err(AdvantageError::UnknownEstimator {
@@ -460,6 +466,27 @@ impl EstimatorConfig {
         }
     }
 
+    /// Sets DAA's rule for negative advantages of correct responses; errors for estimators other
+    /// than `da3po`.
+    pub fn with_negative_advantage(
+        mut self,
+        rule: NegativeAdvantage,
+    ) -> Result<Self, AdvantageError> {
+        match &mut self {
+            EstimatorConfig::Da3po {
+                negative_advantage, ..
+            } => {
+                *negative_advantage = rule;
+                Ok(self)
+            }
+            _ => Err(AdvantageError::InvalidConfig {
+                field: "negative_advantage",
+                value: format!("{} for `{}`", rule.name(), self.name()),
+                expected: "negative_advantage is a setting of da3po only",
+            }),
+        }
+    }
+
     /// Validates the settings and the configured group size, and builds the estimator.
     pub fn build(&self, group_size: usize) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
         if group_size < 2 {
@@ -505,11 +532,12 @@ impl EstimatorConfig {
                 equal_tol,
                 lambda,
                 tau,
+                negative_advantage,
             } => Box::new(Da3po {
                 dapo: Dapo {
                     grpo: grpo(std, eps, equal_tol)?,
                 },
-                daa: Daa::new(lambda, tau)?,
+                daa: Daa::new(lambda, tau)?.with_negative_advantage(negative_advantage),
             }),
         })
     }

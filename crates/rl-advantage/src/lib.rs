@@ -13,10 +13,12 @@
 //! | `dr_grpo` | R_i − mean R | Dr. GRPO, arXiv 2503.20783 |
 //! | `rloo` | R_i − mean_{j≠i} R_j | Ahmadian et al. 2024 (RLOO) |
 //! | `dapo` | as `grpo`; meaningful after dynamic sampling | DAPO, arXiv 2503.14476 |
-//! | `da3po` | `dapo`, then DAA: Ã_i = λ·Â_i if response i is correct and p̂ < τ, else Â_i | DA3PO, arXiv 2608.27982 |
+//! | `da3po` | `dapo`, then DAA: Ã_i = λ·Â_i if response i is correct, p̂ < τ and Â_i > 0, else Â_i | DA3PO, arXiv 2608.27982 |
 //!
 //! p̂ = (#correct in the group)/G is computed from the `correct` flags; the inequality is strict;
-//! defaults λ = 2, τ = 0.5. A group whose rewards are all equal within `equal_tol` gets exactly
+//! defaults λ = 2, τ = 0.5. A correct response whose Â is negative (possible only with shaped
+//! rewards) is left unchanged by default ([`NegativeAdvantage::Keep`]): DAA strengthens the pull
+//! towards rare correct answers, never the push away from one. A group whose rewards are all equal within `equal_tol` gets exactly
 //! zero advantages (never reward/ε). Optional batch whitening is an explicit, separate step.
 //!
 //! ## Theory ([`theory`])
@@ -44,7 +46,7 @@ mod sample;
 pub mod theory;
 
 pub use batch::{BatchAdvantages, BatchStats, Whitening, compute_batch, group_indices};
-pub use daa::{Daa, DaaOutcome};
+pub use daa::{Daa, DaaOutcome, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage};
 pub use error::AdvantageError;
 pub use estimator::{
     AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo, Rloo, StdMode,

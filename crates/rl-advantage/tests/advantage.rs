@@ -5,7 +5,8 @@
 
 use proptest::prelude::*;
 use rl_advantage::{
-    AdvantageError, EstimatorConfig, GroupId, Sample, StdMode, Whitening, compute_batch,
+    AdvantageError, EstimatorConfig, GroupId, NegativeAdvantage, Sample, StdMode, Whitening,
+    compute_batch,
 };
 
 fn group(id: u64, correct: &[bool], r_pos: f64, r_neg: f64) -> Vec<Sample> {
@@ -107,6 +108,71 @@ fn da3po_table_of_reference_values() {
     }
 }
 
+fn da3po(rule: NegativeAdvantage) -> EstimatorConfig {
+    EstimatorConfig::Da3po {
+        std: StdMode::Population,
+        eps: 0.0,
+        equal_tol: 1e-6,
+        lambda: 2.0,
+        tau: 0.5,
+        negative_advantage: rule,
+    }
+}
+
+/// A correct response below its group's mean (1/0 rewards with an overlong penalty).
+///
+/// G = 5, correct = [T, T, F, F, F], rewards = [1, 0, 0, 0, 0]: response 1 is correct but fully
+/// length-penalised (1 − 1 = 0). p̂ = 2/5 = 0.4 < τ = 0.5, so the group is hard.
+/// mean = 1/5 = 0.2; deviations 0.8, −0.2 (×4); Σ dev² = 0.64 + 4·0.04 = 0.8;
+/// population std = √(0.8/5) = 0.4; with ε = 0: Â = [2, −0.5, −0.5, −0.5, −0.5].
+/// DAA, λ = 2:
+/// * `keep` (default): only the positive Â of a correct response is doubled →
+///   [4, −0.5, −0.5, −0.5, −0.5]; one amplified sample.
+/// * `amplify` (the formula read literally): response 1's −0.5 is doubled as well →
+///   [4, −1, −0.5, −0.5, −0.5]; two amplified samples.
+#[test]
+fn daa_on_a_correct_response_with_negative_advantage() {
+    let correct = [true, true, false, false, false];
+    let s: Vec<Sample> = [1.0, 0.0, 0.0, 0.0, 0.0]
+        .iter()
+        .zip(correct)
+        .map(|(&r, c)| Sample::new(GroupId(5), r, c))
+        .collect();
+    let cases = [
+        (NegativeAdvantage::Keep, [4.0, -0.5, -0.5, -0.5, -0.5], 1),
+        (NegativeAdvantage::Amplify, [4.0, -1.0, -0.5, -0.5, -0.5], 2),
+    ];
+    for (rule, expect, n_amplified) in cases {
+        let est = da3po(rule).build(5).unwrap();
+        let out = compute_batch(est.as_ref(), &s, None).unwrap();
+        for (got, want) in out.advantages.iter().zip(expect) {
+            assert!((got - want).abs() < 1e-12, "{rule:?}: {:?}", out.advantages);
+        }
+        assert_eq!(out.stats.amplified, n_amplified, "{rule:?}");
+        assert_eq!(out.amplified[1], rule == NegativeAdvantage::Amplify);
+    }
+    // The default of both the registry and serde is `keep`.
+    let from_json: EstimatorConfig = serde_json::from_str(r#"{"name":"da3po"}"#).unwrap();
+    for cfg in [EstimatorConfig::from_name("da3po").unwrap(), from_json] {
+        assert!(matches!(
+            cfg,
+            EstimatorConfig::Da3po {
+                negative_advantage: NegativeAdvantage::Keep,
+                ..
+            }
+        ));
+    }
+    let literal: EstimatorConfig =
+        serde_json::from_str(r#"{"name":"da3po","negative_advantage":"amplify"}"#).unwrap();
+    assert!(matches!(
+        literal,
+        EstimatorConfig::Da3po {
+            negative_advantage: NegativeAdvantage::Amplify,
+            ..
+        }
+    ));
+}
+
 #[test]
 fn equal_rewards_give_exact_zeros_for_every_estimator() {
     for name in rl_advantage::ESTIMATOR_NAMES {
@@ -166,6 +232,33 @@ fn configuration_errors_name_the_problem() {
     ));
     let bad: Result<EstimatorConfig, _> = serde_json::from_str(r#"{"name":"grpo","lambda":2}"#);
     assert!(bad.is_err(), "unknown keys must be rejected");
+    // DAA's rule for negative advantages: a bad value names the field and the valid values,
+    // through serde (configs) as through the typed constructor (command line).
+    let msg = serde_json::from_str::<EstimatorConfig>(
+        r#"{"name":"da3po","negative_advantage":"double"}"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        msg.contains("`negative_advantage`") && msg.contains("keep, amplify"),
+        "{msg}"
+    );
+    assert!(matches!(
+        NegativeAdvantage::from_name("double"),
+        Err(AdvantageError::InvalidConfig {
+            field: "negative_advantage",
+            ..
+        })
+    ));
+    assert!(matches!(
+        EstimatorConfig::from_name("dapo")
+            .unwrap()
+            .with_negative_advantage(NegativeAdvantage::Amplify),
+        Err(AdvantageError::InvalidConfig {
+            field: "negative_advantage",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -256,20 +349,26 @@ proptest! {
     #[test]
     fn daa_touches_exactly_the_correct_responses_of_hard_groups(
         correct in correctness_group(), lambda in 0.1f64..10.0, tau in 0.01f64..1.0,
-        shaped in prop::collection::vec(-0.5f64..0.0, 24)
+        shaped in prop::collection::vec(-0.5f64..0.0, 24),
+        literal in any::<bool>(), zero_one in any::<bool>(),
     ) {
-        // Shaped rewards: ±1 plus an overlong-style penalty, so a correct response's reward can
-        // be ≤ 0; amplification must follow the correctness flag regardless.
+        // Shaped rewards: ±1 or 1/0 plus an overlong-style penalty in [−1, 0], so a correct
+        // response's reward can be ≤ 0 and (often with 1/0) sit below its group's mean;
+        // amplification follows the correctness flag, and with `keep` only positive advantages
+        // are multiplied.
+        let wrong = if zero_one { 0.0 } else { -1.0 };
         let s: Vec<Sample> = correct.iter().enumerate()
-            .map(|(i, &c)| Sample::new(GroupId(1), if c { 1.0 } else { -1.0 } + 2.0 * shaped[i], c))
+            .map(|(i, &c)| Sample::new(GroupId(1), if c { 1.0 } else { wrong } + 2.0 * shaped[i], c))
             .collect();
+        let rule = if literal { NegativeAdvantage::Amplify } else { NegativeAdvantage::Keep };
         let base = EstimatorConfig::from_name("dapo").unwrap().build(s.len()).unwrap();
-        let amp = EstimatorConfig::from_name("da3po").unwrap().with_daa(lambda, tau).unwrap().build(s.len()).unwrap();
+        let amp = EstimatorConfig::from_name("da3po").unwrap().with_daa(lambda, tau).unwrap()
+            .with_negative_advantage(rule).unwrap().build(s.len()).unwrap();
         let a = compute_batch(base.as_ref(), &s, None).unwrap();
         let b = compute_batch(amp.as_ref(), &s, None).unwrap();
         let p_hat = correct.iter().filter(|&&c| c).count() as f64 / correct.len() as f64;
         for (i, &c) in correct.iter().enumerate() {
-            if c && p_hat < tau {
+            if c && p_hat < tau && (literal || a.advantages[i] > 0.0) {
                 prop_assert!(b.amplified[i]);
                 prop_assert_eq!(b.advantages[i], lambda * a.advantages[i]);
             } else {
