@@ -2,12 +2,14 @@
 //!
 //! `cargo run --example da3po_qwen3` (no arguments): the embedded run, on the CPU, offline, in a
 //! few minutes on 2 cores:
-//!   1. a deterministic arithmetic task with three difficulty tiers (easy a+b, medium ab+c,
-//!      hard ab+cd) split into training and held-out prompts;
+//!   1. a deterministic arithmetic task with three difficulty tiers of sums (easy: 0–99 + 0–9,
+//!      medium: two-digit + two-digit, hard: three-digit + two-digit) split into training and
+//!      held-out prompts;
 //!   2. a tiny Qwen3-architecture model (random init, seeded) with a character-level tokenizer
 //!      built through the `tokenizers` crate (the code path of the real Qwen3 tokenizer);
-//!   3. a short supervised warm-start on the answer format, which leaves the hard tier with a
-//!      small but non-zero pass rate (documented: the RL phase starts from this model);
+//!   3. a short supervised warm-start on the reference responses of the training prompts of all
+//!      tiers (200 updates of 128), which teaches the answer format and leaves the hard tier with
+//!      a small but non-zero pass rate (documented: the RL phase starts from this model);
 //!   4. DA3PO (DAPO + Difficulty-aware Advantage Amplification) on the verifier's reward;
 //!   5. held-out accuracy by tier before and after, and a run folder with the resolved config,
 //!      metrics.jsonl, a checkpoint and a learning-curve PNG.

@@ -2,10 +2,11 @@
 //! built through the `tokenizers` crate, a short supervised warm-start, then RL. Shared by
 //! `cargo run --example da3po_qwen3`, `rlvr train` (without a model path) and `rlvr compare`.
 //!
-//! The warm-start is deliberately short: it teaches the answer format and easy sums, leaving
-//! the hard tier (two-digit + two-digit) with a small but non-zero pass rate. That is the regime
-//! DA3PO is about — hard prompts where correct answers are rare — and it is stated as such in
-//! the example's output and docs/results.md.
+//! The warm-start is supervised on the reference responses of the training prompts of all three
+//! tiers, and deliberately short (200 updates of 128 examples): it teaches the answer format and
+//! leaves the hard tier (three-digit + two-digit) with a small but non-zero pass rate. That is
+//! the regime DA3PO is about — hard prompts where correct answers are rare — and it is stated as
+//! such in the example's output and docs/results.md.
 
 use std::path::{Path, PathBuf};
 

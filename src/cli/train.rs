@@ -225,7 +225,7 @@ pub fn run_embedded<B: AutodiffBackend>(
                 }
                 None => {
                     println!(
-                        "supervised warm-start: {} updates of {} examples (answer format and easy sums; the hard tier is left with a small pass rate)",
+                        "supervised warm-start: {} updates of {} examples (reference responses of all tiers; short, so the hard tier is left with a small pass rate)",
                         demo.sft.steps, demo.sft.batch_size
                     );
                     let steps = demo.sft.steps;
