@@ -6,8 +6,9 @@
 #      (--no-index --find-links: only what this checkout built);
 #   4. pytest on crates/rl-py/tests; any failure, including pytest's exit code 5 ("no tests
 #      collected"), fails the run.
-# Measured on the 2-core development machine: about 35 s with a warm build cache and pip cache
-# (wheel build ~6 s incremental, ~20 s of tests); a cold release build adds ~3 minutes.
+# Measured 2026-11-30 on the shared 2-core machine (load average ~4.7): 38 s with a warm build
+# cache and pip cache (wheel 8 s, fresh venv + installs ~25 s, 44 tests 3 s); 266 s with a cold
+# release build of the extension and its dependencies.
 #
 #   bash scripts/test-python.sh              # PYTHON=python3.12 to pick the interpreter
 set -euo pipefail

@@ -21,7 +21,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use rl_advantage::{
-    AdvantageError, ESTIMATOR_NAMES, EstimatorConfig, GroupId, Sample, StdMode, compute_batch,
+    AdvantageError, ESTIMATOR_NAMES, EstimatorConfig, GroupId, NegativeAdvantage, Sample, StdMode,
+    compute_batch,
 };
 use rl_verifier::dapo::{self, INVALID, SOLUTION_TAIL_CHARS, STRICT_BOX_TAIL_CHARS};
 use rl_verifier::{
@@ -543,6 +544,7 @@ fn estimator_config(
     eps: Option<f64>,
     lam: Option<f64>,
     tau: Option<f64>,
+    negative_advantage: Option<&str>,
 ) -> PyResult<EstimatorConfig> {
     let mut cfg = EstimatorConfig::from_name(estimator).map_err(value_error)?;
     if let Some(s) = std {
@@ -578,6 +580,10 @@ fn estimator_config(
             }
         }
     }
+    if let Some(rule) = negative_advantage {
+        let rule = NegativeAdvantage::from_name(rule).map_err(value_error)?;
+        cfg = cfg.with_negative_advantage(rule).map_err(value_error)?;
+    }
     Ok(cfg)
 }
 
@@ -600,12 +606,14 @@ type AdvantageArrays<'py> = (
 );
 
 /// group_advantages(scores, group_ids=None, group_size=None, estimator="grpo", correct=None,
-/// lam=None, tau=None, std=None, eps=None, nan="raise") -> (advantages, kept, amplified)
+/// lam=None, tau=None, std=None, eps=None, nan="raise", negative_advantage=None)
+/// -> (advantages, kept, amplified)
 ///
 /// See `rlvr.group_advantages` (python/rlvr/__init__.py) for the documentation.
 #[pyfunction]
 #[pyo3(signature = (scores, group_ids=None, group_size=None, estimator="grpo", correct=None,
-                    lam=None, tau=None, std=None, eps=None, nan="raise"))]
+                    lam=None, tau=None, std=None, eps=None, nan="raise",
+                    negative_advantage=None))]
 #[allow(clippy::too_many_arguments)]
 fn group_advantages<'py>(
     py: Python<'py>,
@@ -619,8 +627,9 @@ fn group_advantages<'py>(
     std: Option<&str>,
     eps: Option<f64>,
     nan: &str,
+    negative_advantage: Option<&str>,
 ) -> PyResult<AdvantageArrays<'py>> {
-    let cfg = estimator_config(estimator, std, eps, lam, tau)?;
+    let cfg = estimator_config(estimator, std, eps, lam, tau, negative_advantage)?;
     let zero_nan = match nan {
         "raise" => false,
         "zero" => true,

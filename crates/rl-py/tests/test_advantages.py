@@ -11,14 +11,14 @@ import rlvr
 EQUAL_TOL = 1e-6
 
 
-def reference(scores, ids, estimator, correct=None, lam=2.0, tau=0.5, std="sample", eps=1e-6):
+def reference(scores, ids, estimator, correct=None, lam=2.0, tau=0.5, std="sample", eps=1e-6, negative="keep"):
     """Per group of G rewards R: grpo/dapo (R - mean)/(std + eps) with std Bessel (ddof 1) or
     population; dr_grpo R - mean; rloo R_i - (sum R - R_i)/(G - 1); all-equal groups (max - min
     <= 1e-6) get 0. da3po: dapo, then a correct response of a group with pass rate
     p = #correct/G < tau gets lam times its advantage when that advantage is positive (DAA
     strengthens the pull towards rare correct answers; a correct response below its group's
-    mean, possible only with shaped rewards, keeps its advantage: rl-advantage's default
-    `negative_advantage = keep`)."""
+    mean, possible only with shaped rewards, keeps its advantage by default; with
+    negative="amplify" every such advantage is multiplied)."""
     scores = np.asarray(scores, dtype=np.float64)
     n = len(scores)
     adv = np.zeros(n)
@@ -42,7 +42,7 @@ def reference(scores, ids, estimator, correct=None, lam=2.0, tau=0.5, std="sampl
             raise ValueError(estimator)
         if estimator == "da3po":
             c = correct[m]
-            amp = c & (c.mean() < tau) & (a > 0)
+            amp = c & (c.mean() < tau) & ((a > 0) | (negative == "amplify"))
             a = np.where(amp, lam * a, a)
             amplified[m] = amp
         adv[m] = a
@@ -54,7 +54,11 @@ def random_batch(rng, groups=40):
     """Interleaved groups of random sizes with arbitrary int64 ids, as strided (non-contiguous)
     views; binary, +-1 and continuous rewards, some groups all equal."""
     ids, scores, correct = [], [], []
-    id_values = rng.choice(np.arange(-(2**40), 2**40, 7919), size=groups, replace=False)
+    id_values = []
+    while len(id_values) < groups:  # distinct arbitrary int64 ids, negative ones included
+        v = int(rng.integers(-(2**40), 2**40))
+        if v not in id_values:
+            id_values.append(v)
     for gid in id_values:
         G = int(rng.integers(2, 10))
         kind = rng.integers(0, 4)
@@ -112,6 +116,27 @@ def test_settings(std):
     want = reference(scores, ids, "da3po", correct, lam=3.0, tau=0.75, std=std)
     np.testing.assert_allclose(got.advantages, want[0], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(got.amplified, want[2])
+    lit = rlvr.group_advantages(scores, group_ids=ids, estimator="da3po", correct=correct, std=std, negative_advantage="amplify")
+    want = reference(scores, ids, "da3po", correct, std=std, negative="amplify")
+    np.testing.assert_allclose(lit.advantages, want[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(lit.amplified, want[2])
+
+def test_negative_advantage_rule():
+    # A hard group (p = 1/5) whose one correct response scores below the mean (0.22): `keep`
+    # leaves its negative advantage, `amplify` doubles it; the positive ones never differ.
+    scores = np.array([0.1, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0])
+    correct = np.array([True, False, False, False, False, True, False, False, False, False])
+    ids = np.array([3, 3, 3, 3, 3, 9, 9, 9, 9, 9], dtype=np.int64)
+    base = rlvr.group_advantages(scores, group_ids=ids, estimator="dapo").advantages
+    assert base[0] < 0 < base[5]
+    keep = rlvr.group_advantages(scores, group_ids=ids, estimator="da3po", correct=correct)
+    lit = rlvr.group_advantages(scores, group_ids=ids, estimator="da3po", correct=correct, negative_advantage="amplify")
+    for got, rule in [(keep, "keep"), (lit, "amplify")]:
+        want = reference(scores, ids, "da3po", correct, negative=rule)
+        np.testing.assert_allclose(got.advantages, want[0], rtol=1e-12)
+        np.testing.assert_array_equal(got.amplified, want[2])
+    assert keep.advantages[0] == base[0] and lit.advantages[0] == 2 * base[0]
+    assert keep.advantages[5] == lit.advantages[5] == 2 * base[5]
 
 
 def test_float32_and_group_size():

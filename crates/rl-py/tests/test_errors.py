@@ -77,6 +77,8 @@ def test_group_advantages_arguments():
     raises(ValueError, "lambda", ga, s, g, estimator="da3po", correct=s > 0, lam=-1.0)
     raises(ValueError, "tau", ga, s, g, estimator="da3po", correct=s > 0, tau=2.0)
     raises(ValueError, "eps", ga, s, g, eps=-1.0)
+    raises(ValueError, "negative_advantage", ga, s, g, estimator="da3po", correct=s > 0, negative_advantage="flip")
+    raises(ValueError, "negative_advantage is a setting of da3po only", ga, s, g, negative_advantage="keep")
     raises(ValueError, "group -5 has 1 sample", ga, s, np.array([0, 0, 0, -5], dtype=np.int64))
 
 

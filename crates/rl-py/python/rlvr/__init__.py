@@ -73,6 +73,7 @@ def group_advantages(
     std: Optional[str] = None,
     eps: Optional[float] = None,
     nan: str = "raise",
+    negative_advantage: Optional[str] = None,
 ) -> GroupAdvantages:
     """Group-relative advantages of a batch of scored responses.
 
@@ -87,10 +88,13 @@ def group_advantages(
             R - mean of the others; ``dapo`` as grpo; ``da3po`` dapo then DAA: a positive advantage
             of a correct response in a group with pass rate p < tau is multiplied by lam (a
             correct response below its group's mean, possible only with shaped rewards, keeps
-            its advantage: rl-advantage's ``negative_advantage = keep``).
+            its advantage unless ``negative_advantage="amplify"``).
         correct: 1-D bool array of the verifier's verdicts. Required for ``da3po`` (the pass
             rate is never inferred from shaped scores); otherwise only length-checked.
         lam, tau: DAA's factor (default 2.0) and threshold (default 0.5); ``da3po`` only.
+        negative_advantage: ``keep`` (default) leaves a correct response's negative advantage
+            unchanged; ``amplify`` is the formula read literally (lam times it whatever its
+            sign). The two agree on binary rewards; ``da3po`` only.
         std: ``sample`` (Bessel, default, as verl and TRL) or ``population``; grpo, dapo
             and da3po only.
         eps: added to the std (default 1e-6, verl's value; TRL uses 1e-4); grpo, dapo and
@@ -125,6 +129,7 @@ def group_advantages(
         std=std,
         eps=eps,
         nan=nan,
+        negative_advantage=negative_advantage,
     )
     return GroupAdvantages(advantages, kept, amplified)
 

@@ -111,6 +111,7 @@ def group_advantages(
     std: Literal["sample", "population"] | None = None,
     eps: float | None = None,
     nan: Literal["raise", "zero"] = "raise",
+    negative_advantage: Literal["keep", "amplify"] | None = None,
 ) -> tuple[npt.NDArray[np.floating], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Low-level form of :func:`rlvr.group_advantages` (which returns a named tuple)."""
 

@@ -29,15 +29,17 @@ def _get(config: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def da3po_settings(config: Any, epsilon: float = 1e-6) -> dict[str, float]:
+def da3po_settings(config: Any, epsilon: float = 1e-6) -> dict[str, Any]:
     """DA3PO's settings from verl's ``algorithm`` config: ``algorithm.da3po.{lam, tau, eps,
-    correct_threshold}`` (defaults 2.0, 0.5, verl's ``epsilon``, 0.0)."""
+    correct_threshold, negative_advantage}`` (defaults 2.0, 0.5, verl's ``epsilon``, 0.0,
+    ``keep``)."""
     section = _get(config, "da3po", None)
     return {
         "lam": float(_get(section, "lam", 2.0)),
         "tau": float(_get(section, "tau", 0.5)),
         "eps": float(_get(section, "eps", epsilon)),
         "correct_threshold": float(_get(section, "correct_threshold", 0.0)),
+        "negative_advantage": str(_get(section, "negative_advantage", "keep")),
     }
 
 
@@ -92,6 +94,7 @@ def compute_da3po_outcome_advantage(
         lam=settings["lam"],
         tau=settings["tau"],
         eps=settings["eps"],
+        negative_advantage=settings["negative_advantage"],
     )
     if is_torch:
         import torch  # only here: verl runs with torch; rlvr itself never imports it
