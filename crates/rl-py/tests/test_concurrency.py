@@ -115,3 +115,31 @@ def test_hanging_inputs_return_fast():
     assert not any(o.correct for o in outs)
     big_exact = rlvr.verify("4^{500}", "\\boxed{2^{1000}}")
     assert big_exact.correct  # within the budget, large exact values are still compared
+
+
+def test_verify_batch_releases_the_gil(corpus_pairs):
+    # While one thread is inside verify_batch, another thread must be able to run Python code.
+    # With the GIL held for the whole call, the other thread could not record any progress
+    # strictly inside the call's time span.
+    math = [(a, r) for a, r, v in corpus_pairs if v == "math"] * 40
+    answers, responses = [a for a, _ in math], [r for _, r in math]
+    span = {}
+    stamps = []
+    done = threading.Event()
+
+    def call():
+        span["start"] = time.perf_counter()
+        rlvr.verify_batch(answers, responses, threads=1)
+        span["end"] = time.perf_counter()
+        done.set()
+
+    t = threading.Thread(target=call)
+    t.start()
+    while not done.is_set():
+        stamps.append(time.perf_counter())
+        sum(range(1000))  # pure Python work
+    t.join()
+    duration = span["end"] - span["start"]
+    assert duration > 0.05, duration  # enough work to see the other thread run
+    inside = [s for s in stamps if span["start"] + 0.2 * duration < s < span["end"] - 0.2 * duration]
+    assert len(inside) > 10, (len(inside), duration)
