@@ -7,7 +7,7 @@
 #   4. pytest on crates/rl-py/tests; any failure, including pytest's exit code 5 ("no tests
 #      collected"), fails the run.
 # Measured 2026-11-30 on the shared 2-core machine (load average ~4.7): 38 s with a warm build
-# cache and pip cache (wheel 8 s, fresh venv + installs ~25 s, 44 tests 3 s); 266 s with a cold
+# cache and pip cache (wheel 8 s, fresh venv + installs ~25 s, 45 tests 4 s); 266 s with a cold
 # release build of the extension and its dependencies.
 #
 #   bash scripts/test-python.sh              # PYTHON=python3.12 to pick the interpreter
