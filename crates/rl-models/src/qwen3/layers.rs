@@ -1,0 +1,386 @@
+//! The layers of a decoder block: bias-free linear (HF layout), RMSNorm, grouped-query attention
+//! (fused, or over the KV cache's parts), SwiGLU MLP, the block itself, and the GEMM orientation
+//! rule of every linear product ([`matmul_hf`]).
+
+use burn::module::{Module, Param};
+use burn::tensor::Tensor;
+use burn::tensor::activation::{silu, softmax};
+use burn::tensor::backend::Backend;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
+
+use super::kv_cache::{CACHE_TAIL, CacheWrite, LayerCache};
+use super::rope::Rope;
+
+/// A bias-free linear layer `y = x W^T` with the weight in HF layout `[out, in]` (burn's `Linear`
+/// stores `[in, out]`); Qwen3 has no projection biases.
+#[derive(Module, Debug)]
+pub struct Qwen3Linear<B: Backend> {
+    /// `[out, in]`, as in the checkpoint.
+    pub weight: Param<Tensor<B, 2>>,
+}
+
+impl<B: Backend> Qwen3Linear<B> {
+    /// `x W^T` for `x: [m, in]`.
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        matmul_hf(x, self.weight.val())
+    }
+}
+
+/// RMSNorm as HF `Qwen3RMSNorm`: `y = weight * (x * rsqrt(mean(x²) + eps))`, statistics in f32.
+#[derive(Module, Debug)]
+pub struct Qwen3RmsNorm<B: Backend> {
+    /// Scale, initialised to 1 (HF name `weight`).
+    pub weight: Param<Tensor<B, 1>>,
+    /// Epsilon (`rms_norm_eps`).
+    pub eps: f64,
+}
+
+impl<B: Backend> Qwen3RmsNorm<B> {
+    /// Normalises over the last dimension.
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        let inv = (x.clone().square().mean_dim(D - 1) + self.eps)
+            .sqrt()
+            .recip();
+        (x * inv) * self.weight.val().unsqueeze::<D>()
+    }
+}
+
+/// Self-attention with grouped-query heads, per-head q/k RMSNorm and rotate-half RoPE.
+#[derive(Module, Debug)]
+pub struct Qwen3Attention<B: Backend> {
+    /// `[nh*hd, H]`.
+    pub q_proj: Qwen3Linear<B>,
+    /// `[nkv*hd, H]`.
+    pub k_proj: Qwen3Linear<B>,
+    /// `[nkv*hd, H]`.
+    pub v_proj: Qwen3Linear<B>,
+    /// `[H, nh*hd]`.
+    pub o_proj: Qwen3Linear<B>,
+    /// RMSNorm over `hd`, one weight shared by all query heads.
+    pub q_norm: Qwen3RmsNorm<B>,
+    /// RMSNorm over `hd`, one weight shared by all key heads.
+    pub k_norm: Qwen3RmsNorm<B>,
+    /// `nh`.
+    pub num_heads: usize,
+    /// `nkv`.
+    pub num_kv_heads: usize,
+    /// `hd`.
+    pub head_dim: usize,
+}
+
+/// SwiGLU MLP: `down(silu(gate(x)) * up(x))`.
+#[derive(Module, Debug)]
+pub struct Qwen3Mlp<B: Backend> {
+    /// `[I, H]`.
+    pub gate_proj: Qwen3Linear<B>,
+    /// `[I, H]`.
+    pub up_proj: Qwen3Linear<B>,
+    /// `[H, I]`.
+    pub down_proj: Qwen3Linear<B>,
+}
+
+/// One pre-norm decoder block.
+#[derive(Module, Debug)]
+pub struct Qwen3DecoderLayer<B: Backend> {
+    /// Norm before attention.
+    pub input_layernorm: Qwen3RmsNorm<B>,
+    /// Attention.
+    pub self_attn: Qwen3Attention<B>,
+    /// Norm before the MLP.
+    pub post_attention_layernorm: Qwen3RmsNorm<B>,
+    /// MLP.
+    pub mlp: Qwen3Mlp<B>,
+}
+
+/// `x W^T` for `x: [m, in]` and an HF-layout weight `W: [out, in]`, as one 2-D GEMM.
+///
+/// burn-flex's GEMM runs the same product at very different speeds depending on which side is
+/// long, so the orientation is chosen by shape ([`transposed_product`]): either `x W^T` directly,
+/// or `(W x^T)^T` with the long `out` side as the GEMM's `m` dimension.
+pub(super) fn matmul_hf<B: Backend>(x: Tensor<B, 2>, w: Tensor<B, 2>) -> Tensor<B, 2> {
+    let m = x.dims()[0];
+    let out = w.dims()[0];
+    if transposed_product(m, out, w.is_require_grad()) {
+        w.matmul(x.transpose()).transpose()
+    } else {
+        x.matmul(w.transpose())
+    }
+}
+
+/// Whether [`matmul_hf`] computes `x W^T` as `(W x^T)^T` for `m` rows and `out` output features;
+/// `tracked` = the weight is tracked by autodiff (training: the choice also fixes the shapes of
+/// the two backward GEMMs).
+///
+/// Measured with burn-flex 0.21 on the 2-core AVX-512 EPYC build machine
+/// (`examples/matmul_probe.rs`, table in docs/performance.md). Without autodiff, `(W x^T)^T` is
+/// 1.4-2.6x faster at 8-32 rows (and at 64 rows of a 3072 → 1024 layer) and 1.1-2.8x slower from
+/// 128 rows on, where its transposed result costs a strided copy. With autodiff, forward + both
+/// backward GEMMs of a layer-sized weight are 1.2-2.9x faster as `(W x^T)^T` at 64-256 rows (the
+/// weight gradient `dy^T x` comes out in the weight's own layout) and 5-15 % slower at 1024.
+fn transposed_product(m: usize, out: usize, tracked: bool) -> bool {
+    const LAYER_SIZED: usize = 16_384;
+    if tracked && out <= LAYER_SIZED {
+        m <= 512
+    } else {
+        m <= 32 || (m <= 64 && out <= LAYER_SIZED)
+    }
+}
+
+/// What one forward call attends to, prepared on the host.
+pub(super) struct Step<B: Backend> {
+    pub(super) rope: Rope<B>,
+    /// `[1 or b, 1, n_rep * L, K]` additive bias, `K = start + L`.
+    pub(super) bias: Tensor<B, 4>,
+    /// With a cache: where the new keys/values go.
+    pub(super) write: Option<CacheWrite>,
+}
+
+/// `softmax(q kᵀ · scale + bias) v` over keys/values given in consecutive parts (the cache's body
+/// and tail), each read through a view; the scores of the parts are concatenated.
+fn attend_parts<B: Backend>(
+    q: Tensor<B, 4>,
+    parts: Vec<(Tensor<B, 4>, Tensor<B, 4>)>,
+    bias: Tensor<B, 4>,
+    scale: f64,
+) -> Tensor<B, 4> {
+    let scores: Vec<Tensor<B, 4>> = parts
+        .iter()
+        .map(|(k, _)| q.clone().matmul(k.clone().swap_dims(2, 3)))
+        .collect();
+    let scores = if scores.len() == 1 {
+        scores.into_iter().next().expect("one part")
+    } else {
+        Tensor::cat(scores, 3)
+    };
+    let probs = softmax(scores.mul_scalar(scale) + bias, 3);
+    let [b, h, r, _] = probs.dims();
+    let mut out: Option<Tensor<B, 4>> = None;
+    let mut offset = 0;
+    for (k, v) in parts {
+        let n = k.dims()[2];
+        let p = probs.clone().slice([0..b, 0..h, 0..r, offset..offset + n]);
+        let o = p.matmul(v);
+        out = Some(match out {
+            Some(acc) => acc + o,
+            None => o,
+        });
+        offset += n;
+    }
+    out.expect("at least one part")
+}
+
+impl<B: Backend> Qwen3Attention<B> {
+    fn forward(
+        &self,
+        x: Tensor<B, 2>,
+        batch: usize,
+        len: usize,
+        step: &Step<B>,
+        cache: Option<&mut LayerCache<B>>,
+    ) -> Tensor<B, 2> {
+        let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let n_rep = nh / nkv;
+        let q = self.q_proj.forward(x.clone()).reshape([batch, len, nh, hd]);
+        let k = self
+            .k_proj
+            .forward(x.clone())
+            .reshape([batch, len, nkv, hd]);
+        let v = self.v_proj.forward(x).reshape([batch, len, nkv, hd]);
+        let q = step.rope.q.apply(self.q_norm.forward(q)).swap_dims(1, 2); // [b, nh, L, hd]
+        let k = step.rope.k.apply(self.k_norm.forward(k)).swap_dims(1, 2); // [b, nkv, L, hd]
+        let v = v.swap_dims(1, 2);
+
+        // Grouped-query attention without repeating K/V: query head j = g * n_rep + r uses KV
+        // head g, so [b, nh, L, hd] viewed as [b, nkv, n_rep * L, hd] lines each group's queries
+        // up against its own KV head (the bias is repeated n_rep times along the query axis).
+        let q = q.reshape([batch, nkv, n_rep * len, hd]);
+        let scale = 1.0 / (hd as f64).sqrt();
+        let fused = |q, k, v| {
+            let options = AttentionModuleOptions {
+                scale: Some(scale),
+                softcap: None,
+                is_causal: false,
+            };
+            attention(q, k, v, None, Some(step.bias.clone()), options)
+        };
+        let out = match (cache, step.write) {
+            (Some(layer), Some(write)) => {
+                let mut parts = Vec::with_capacity(2);
+                match write {
+                    CacheWrite::Tail(at) => {
+                        let (tk, tv) = layer.tail.take().unwrap_or_else(|| {
+                            let shape = [batch, nkv, CACHE_TAIL, hd];
+                            (
+                                Tensor::zeros(shape, &k.device()),
+                                Tensor::zeros(shape, &k.device()),
+                            )
+                        });
+                        let range = [0..batch, 0..nkv, at..at + len, 0..hd];
+                        let tk = tk.slice_assign(range.clone(), k);
+                        let tv = tv.slice_assign(range, v);
+                        layer.tail = Some((tk.clone(), tv.clone()));
+                        if let Some(body) = layer.body.clone() {
+                            parts.push(body);
+                        }
+                        let filled = [0..batch, 0..nkv, 0..at + len, 0..hd];
+                        parts.push((tk.slice(filled.clone()), tv.slice(filled)));
+                    }
+                    CacheWrite::Body { tail_len } => {
+                        let mut ks = Vec::with_capacity(3);
+                        let mut vs = Vec::with_capacity(3);
+                        if let Some((bk, bv)) = layer.body.take() {
+                            ks.push(bk);
+                            vs.push(bv);
+                        }
+                        if tail_len > 0
+                            && let Some((tk, tv)) = layer.tail.clone()
+                        {
+                            let filled = [0..batch, 0..nkv, 0..tail_len, 0..hd];
+                            ks.push(tk.slice(filled.clone()));
+                            vs.push(tv.slice(filled));
+                        }
+                        let prefill = ks.is_empty();
+                        ks.push(k.clone());
+                        vs.push(v.clone());
+                        let (bk, bv) = if prefill {
+                            (k.clone(), v.clone())
+                        } else {
+                            (Tensor::cat(ks, 2), Tensor::cat(vs, 2))
+                        };
+                        layer.body = Some((bk.clone(), bv.clone()));
+                        if prefill {
+                            // Nothing cached before: the new keys are all there is.
+                            return self.o_proj.forward(Self::merge_heads(
+                                fused(q, k, v),
+                                batch,
+                                nh,
+                                len,
+                                hd,
+                            ));
+                        }
+                        parts.push((bk, bv));
+                    }
+                }
+                attend_parts(q, parts, step.bias.clone(), scale)
+            }
+            _ => fused(q, k, v),
+        };
+        self.o_proj
+            .forward(Self::merge_heads(out, batch, nh, len, hd))
+    }
+
+    /// `[b, nkv, n_rep * L, hd]` attention output back to `[b * L, nh * hd]`.
+    fn merge_heads(
+        out: Tensor<B, 4>,
+        batch: usize,
+        nh: usize,
+        len: usize,
+        hd: usize,
+    ) -> Tensor<B, 2> {
+        out.reshape([batch, nh, len, hd])
+            .swap_dims(1, 2)
+            .reshape([batch * len, nh * hd])
+    }
+}
+
+impl<B: Backend> Qwen3Mlp<B> {
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let gate = silu(self.gate_proj.forward(x.clone()));
+        let up = self.up_proj.forward(x);
+        self.down_proj.forward(gate * up)
+    }
+}
+
+impl<B: Backend> Qwen3DecoderLayer<B> {
+    pub(super) fn forward(
+        &self,
+        h: Tensor<B, 2>,
+        batch: usize,
+        len: usize,
+        step: &Step<B>,
+        cache: Option<&mut LayerCache<B>>,
+    ) -> Tensor<B, 2> {
+        let a = self.self_attn.forward(
+            self.input_layernorm.forward(h.clone()),
+            batch,
+            len,
+            step,
+            cache,
+        );
+        let h = h + a;
+        let m = self
+            .mlp
+            .forward(self.post_attention_layernorm.forward(h.clone()));
+        h + m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{Autodiff, Flex};
+    use burn::tensor::TensorData;
+
+    /// `x Wᵀ` in f64 by the definition, for `x: [m, k]`, `W: [out, k]` (row-major).
+    fn plain_product(x: &[f32], w: &[f32], m: usize, k: usize, out: usize) -> Vec<f64> {
+        let mut y = vec![0.0f64; m * out];
+        for i in 0..m {
+            for j in 0..out {
+                y[i * out + j] = (0..k)
+                    .map(|t| f64::from(x[i * k + t]) * f64::from(w[j * k + t]))
+                    .sum();
+            }
+        }
+        y
+    }
+
+    fn check_matmul_hf<B: Backend>(m: usize, k: usize, out: usize, tracked: bool) {
+        let device = Default::default();
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect();
+        let w: Vec<f32> = (0..out * k)
+            .map(|i| ((i * 53 % 89) as f32 - 44.0) / 44.0)
+            .collect();
+        let xt = Tensor::<B, 2>::from_data(TensorData::new(x.clone(), [m, k]), &device);
+        let mut wt = Tensor::<B, 2>::from_data(TensorData::new(w.clone(), [out, k]), &device);
+        if tracked {
+            wt = wt.require_grad();
+        }
+        let got: Vec<f32> = matmul_hf(xt, wt).into_data().to_vec().unwrap();
+        assert_eq!(got.len(), m * out);
+        for (g, r) in got.iter().zip(plain_product(&x, &w, m, k, out)) {
+            assert!(
+                (f64::from(*g) - r).abs() <= 1e-4 * (1.0 + r.abs()),
+                "m {m}, out {out}, tracked {tracked}: {g} vs {r}"
+            );
+        }
+    }
+
+    #[test]
+    fn both_gemm_orientations_compute_x_w_transposed() {
+        // Each (rows, out, tracked) below takes the branch named beside it.
+        let cases = [
+            (8, 24, false, true),
+            (100, 24, false, false),
+            (40, 20_000, false, false),
+            (16, 20_000, false, true),
+            (100, 24, true, true),
+            (600, 24, true, false),
+            (100, 20_000, true, false),
+        ];
+        for (m, out, tracked, transposed) in cases {
+            assert_eq!(
+                transposed_product(m, out, tracked),
+                transposed,
+                "{m} {out} {tracked}"
+            );
+            if tracked {
+                check_matmul_hf::<Autodiff<Flex>>(m, 3, out, true);
+            } else {
+                check_matmul_hf::<Flex>(m, 3, out, false);
+            }
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! Qwen3 dense causal LM, computed exactly as HF transformers `modeling_qwen3.py` does (see the
+//! crate docs for the formulas), generic over the burn backend.
+//!
+//! Module and parameter layout mirror the checkpoint: `embed_tokens`, `layers[i].{input_layernorm,
+//! self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm, post_attention_layernorm,
+//! mlp.{gate,up,down}_proj}`, `norm`, `lm_head`, and every weight has the HF shape (linear
+//! weights `[out, in]`, see [`Qwen3Linear`]), so checkpoint tensors and gradients map one to one.
+//!
+//! Submodules by concern, their public items re-exported here: `config` ([`Qwen3Config`], HF
+//! `config.json`), `mask` ([`AttentionMask`]), `rope` (rotary tables), `kv_cache` ([`KvCache`]),
+//! `layers` (linear, norm, attention, MLP, decoder block, GEMM orientation), `weights` (init,
+//! load, save), `model` ([`Qwen3`]: forward, hidden states) and `head` (LM head, chunked
+//! log-probs).
+
+mod config;
+mod head;
+mod kv_cache;
+mod layers;
+mod mask;
+mod model;
+mod rope;
+mod weights;
+
+pub use config::Qwen3Config;
+pub use kv_cache::KvCache;
+pub use layers::{Qwen3Attention, Qwen3DecoderLayer, Qwen3Linear, Qwen3Mlp, Qwen3RmsNorm};
+pub use mask::AttentionMask;
+pub use model::Qwen3;
+pub use weights::HfTensor;

@@ -1,0 +1,211 @@
+//! The [`Qwen3`] model: embedding, decoder stack with masks, positions and KV cache, final hidden
+//! states and logits.
+
+use burn::module::Module;
+use burn::nn::Embedding;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Int, Tensor, TensorData};
+
+use super::Qwen3Config;
+use super::kv_cache::KvCache;
+use super::layers::{Qwen3DecoderLayer, Qwen3Linear, Qwen3RmsNorm, Step};
+use super::mask::{AttentionMask, MASK_BIAS};
+use super::rope::Rope;
+use crate::error::ModelError;
+
+/// The Qwen3 causal LM (`Qwen3ForCausalLM`).
+#[derive(Module, Debug)]
+pub struct Qwen3<B: Backend> {
+    /// Token embedding `[vocab, H]` (HF `model.embed_tokens.weight`).
+    pub embed_tokens: Embedding<B>,
+    /// Decoder layers (HF `model.layers.N`).
+    pub layers: Vec<Qwen3DecoderLayer<B>>,
+    /// Final norm (HF `model.norm`).
+    pub norm: Qwen3RmsNorm<B>,
+    /// `[vocab, H]` when untied; `None` when tied (the embedding is the head's weight).
+    pub lm_head: Option<Qwen3Linear<B>>,
+    #[module(skip)]
+    pub(super) config: Qwen3Config,
+}
+
+impl<B: Backend> Qwen3<B> {
+    /// The configuration.
+    pub fn config(&self) -> &Qwen3Config {
+        &self.config
+    }
+
+    /// The device holding the parameters.
+    pub fn device(&self) -> B::Device {
+        self.embed_tokens.weight.val().device()
+    }
+
+    /// A KV cache for `batch` rows and at most `capacity` positions.
+    pub fn new_cache(&self, batch: usize, capacity: usize) -> KvCache<B> {
+        KvCache::new(&self.config, batch, capacity)
+    }
+
+    /// Logits for every position: `[batch, seq, vocab]`.
+    ///
+    /// `mask` marks real tokens (HF `attention_mask`); `None` means no padding. With a `cache`,
+    /// `input_ids` are the tokens that follow those already cached (their keys/values are
+    /// appended); `mask` then covers the new tokens only.
+    ///
+    /// Token ids must be below `vocab_size` (use [`Qwen3::check_ids`] on untrusted input).
+    pub fn forward(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        mask: Option<&AttentionMask>,
+        cache: Option<&mut KvCache<B>>,
+    ) -> Result<Tensor<B, 3>, ModelError> {
+        let [b, l] = input_ids.dims();
+        let h = self.hidden_states(input_ids, mask, cache)?;
+        let logits = self.lm_head_2d(h.reshape([b * l, self.config.hidden_size]));
+        Ok(logits.reshape([b, l, self.config.vocab_size]))
+    }
+
+    /// Checks that every id is a valid row of the embedding.
+    pub fn check_ids(&self, ids: &[u32]) -> Result<(), ModelError> {
+        match ids
+            .iter()
+            .position(|&id| id as usize >= self.config.vocab_size)
+        {
+            Some(i) => Err(ModelError::InvalidInput(format!(
+                "token id {} at index {i} is not below vocab_size {}",
+                ids[i], self.config.vocab_size
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Final-layer hidden states before the final norm, `[batch, seq, H]`.
+    pub(crate) fn hidden_states(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        mask: Option<&AttentionMask>,
+        mut cache: Option<&mut KvCache<B>>,
+    ) -> Result<Tensor<B, 3>, ModelError> {
+        let [b, l] = input_ids.dims();
+        if b == 0 || l == 0 {
+            return Err(ModelError::InvalidInput(format!(
+                "input_ids has shape [{b}, {l}]; both dimensions must be positive"
+            )));
+        }
+        if let Some(m) = mask
+            && (m.batch != b || m.seq_len != l)
+        {
+            return Err(ModelError::InvalidInput(format!(
+                "attention mask is [{}, {}], input_ids is [{b}, {l}]",
+                m.batch, m.seq_len
+            )));
+        }
+        if let Some(c) = cache.as_deref() {
+            if c.batch != b {
+                return Err(ModelError::InvalidInput(format!(
+                    "KV cache has {} rows, input_ids has {b}",
+                    c.batch
+                )));
+            }
+            if c.len + l > c.capacity {
+                return Err(ModelError::CacheOverflow {
+                    capacity: c.capacity,
+                    needed: c.len + l,
+                });
+            }
+        }
+        let device = input_ids.device();
+        let step = self.prepare_step(b, l, mask, cache.as_deref(), &device);
+
+        let h = self
+            .embed_tokens
+            .weight
+            .val()
+            .select(0, input_ids.reshape([b * l]));
+        let mut h = h;
+        for (i, layer) in self.layers.iter().enumerate() {
+            let slot = cache.as_deref_mut().map(|c| &mut c.layers[i]);
+            h = layer.forward(h, b, l, &step, slot);
+        }
+        if let Some(c) = cache {
+            for row in 0..b {
+                for t in 0..l {
+                    let valid = mask.is_none_or(|m| m.is_valid(row, t));
+                    c.key_valid[row * c.capacity + c.len + t] = valid;
+                    c.valid_count[row] += usize::from(valid);
+                }
+            }
+            let (_, body_len, tail_len) = c.plan(l);
+            c.body_len = body_len;
+            c.tail_len = tail_len;
+            c.len += l;
+        }
+        Ok(h.reshape([b, l, self.config.hidden_size]))
+    }
+
+    /// Position ids, RoPE tables and the attention bias of one call.
+    fn prepare_step(
+        &self,
+        b: usize,
+        l: usize,
+        mask: Option<&AttentionMask>,
+        cache: Option<&KvCache<B>>,
+        device: &B::Device,
+    ) -> Step<B> {
+        let valid = |row: usize, t: usize| mask.is_none_or(|m| m.is_valid(row, t));
+        let start = cache.map(|c| c.len).unwrap_or(0);
+        let k_len = start + l;
+
+        // position = (real tokens before, including this one) - 1, clamped at 0 for padding.
+        let mut positions = Vec::with_capacity(b * l);
+        for row in 0..b {
+            let mut count = cache.map(|c| c.valid_count[row]).unwrap_or(0);
+            for t in 0..l {
+                count += usize::from(valid(row, t));
+                positions.push(count.saturating_sub(1) as f32);
+            }
+        }
+        let rope = Rope::new(positions, b, l, &self.config, device);
+
+        // Key j of row `row` is attendable from new token t iff it is a real token and j <= start + t.
+        let key_valid = |row: usize, j: usize| -> bool {
+            if j < start {
+                cache.is_some_and(|c| c.key_valid[row * c.capacity + j])
+            } else if j < start + l {
+                valid(row, j - start)
+            } else {
+                false
+            }
+        };
+        let all_valid = mask.is_none_or(|m| m.valid.iter().all(|&v| v))
+            && cache.is_none_or(|c| {
+                (0..c.batch).all(|row| {
+                    c.key_valid[row * c.capacity..row * c.capacity + start]
+                        .iter()
+                        .all(|&v| v)
+                })
+            });
+        let rows = if all_valid { 1 } else { b };
+        let mut bias = vec![0.0f32; rows * l * k_len];
+        for row in 0..rows {
+            for t in 0..l {
+                let base = (row * l + t) * k_len;
+                for j in 0..k_len {
+                    if j > start + t || !key_valid(row, j) {
+                        bias[base + j] = MASK_BIAS;
+                    }
+                }
+            }
+        }
+        let n_rep = self.config.num_key_value_groups();
+        let bias = Tensor::<B, 4>::from_data(TensorData::new(bias, [rows, 1, l, k_len]), device);
+        let bias = if n_rep > 1 {
+            bias.repeat_dim(2, n_rep)
+        } else {
+            bias
+        };
+        Step {
+            rope,
+            bias,
+            write: cache.map(|c| c.plan(l).0),
+        }
+    }
+}
