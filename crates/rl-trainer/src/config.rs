@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use rl_advantage::{EstimatorConfig, StdMode};
 use rl_loss::{Aggregation, KlConfig, KlEstimator, LossConfig, PolicyLoss};
-use rl_sampler::{FilterConfig, FilterMetric, OnExhausted};
+use rl_sampler::{FilterConfig, FilterMetric, OnExhausted, RoundSizing};
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
@@ -88,7 +88,8 @@ pub enum PromptTemplate {
 pub struct RolloutSection {
     /// G: responses per prompt.
     pub group_size: usize,
-    /// Prompts sampled per generation round (DAPO's gen_batch_size).
+    /// Prompts sampled per generation round (DAPO's gen_batch_size): every round with
+    /// `batch.round_sizing = "fixed"`, the most a round may take with `"adaptive"`.
     pub prompts_per_round: usize,
     /// Maximum generated tokens (L_max).
     pub max_new_tokens: usize,
@@ -114,6 +115,11 @@ pub struct BatchSection {
     /// What to do when the rounds run out.
     #[serde(default)]
     pub on_exhausted: OnExhausted,
+    /// Prompts per generation round: `"adaptive"` (default) samples ⌈(N − kept)/q̂⌉ with q̂ the
+    /// run's keep rate, at most `rollout.prompts_per_round`; `"fixed"` always samples
+    /// `rollout.prompts_per_round` and drops the surplus kept groups (verl).
+    #[serde(default)]
+    pub round_sizing: RoundSizing,
 }
 
 /// Verification and reward shaping.
@@ -153,6 +159,15 @@ pub struct OptimSection {
     pub mini_batches: usize,
     /// Sequences per forward/backward (gradient accumulation inside a mini-batch).
     pub micro_batch: usize,
+    /// An update whose loss or gradient norm is not finite is skipped (weights and moments
+    /// untouched); this many skips in a row stop training with a `Diverged` error (1 = stop at
+    /// the first).
+    #[serde(default = "default_max_consecutive_skips")]
+    pub max_consecutive_skips: usize,
+}
+
+fn default_max_consecutive_skips() -> usize {
+    3
 }
 
 /// Checkpointing.
@@ -248,6 +263,7 @@ impl Default for TrainConfig {
                 groups_per_step: 32,
                 max_gen_rounds: 10,
                 on_exhausted: OnExhausted::Error,
+                round_sizing: RoundSizing::Adaptive,
             },
             filter: FilterConfig::None,
             advantage: EstimatorConfig::from_name("grpo").expect("registered"),
@@ -273,6 +289,7 @@ impl Default for TrainConfig {
                 epochs: 1,
                 mini_batches: 1,
                 micro_batch: 8,
+                max_consecutive_skips: default_max_consecutive_skips(),
             },
             checkpoint: CheckpointSection { every: 50, keep: 2 },
             eval: EvalSection {
@@ -493,6 +510,26 @@ impl TrainConfig {
             return bad(
                 "optim.epochs/mini_batches/micro_batch",
                 "must all be >= 1".into(),
+            );
+        }
+        if self.optim.max_consecutive_skips == 0 {
+            return bad(
+                "optim.max_consecutive_skips",
+                "0 (must be >= 1; 1 stops at the first non-finite update)".into(),
+            );
+        }
+        if matches!(self.loss.policy, PolicyLoss::Reinforce)
+            && (self.optim.mini_batches > 1 || self.optim.epochs > 1)
+        {
+            return bad(
+                "optim.mini_batches/epochs",
+                format!(
+                    "{} mini-batches × {} epochs with loss.policy = \"reinforce\" (the rloo \
+                     preset's loss): REINFORCE has no importance ratio, so every update after \
+                     the first would train on samples of an older policy without correction; \
+                     set both to 1, or use a clipped-ratio loss (ppo, gspo)",
+                    self.optim.mini_batches, self.optim.epochs
+                ),
             );
         }
         if self.optim.mini_batches > self.batch.groups_per_step {

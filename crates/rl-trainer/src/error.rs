@@ -52,12 +52,35 @@ pub enum TrainerError {
     /// Loss computation failed.
     #[error(transparent)]
     Loss(#[from] rl_loss::LossError),
-    /// Training diverged (non-finite loss or gradient).
-    #[error("step {step}: {message}")]
+    /// Training diverged: non-finite losses or gradients in more consecutive updates than
+    /// `optim.max_consecutive_skips` allows, or a non-finite supervised loss.
+    #[error("step {step}: training diverged: {message}")]
     Diverged {
         /// The step.
         step: usize,
         /// What was not finite.
+        message: String,
+    },
+    /// A training batch whose parts do not fit together (a bug in the caller, not in the data).
+    #[error("training batch, sequence {sequence}: {message}")]
+    Batch {
+        /// Index of the sequence in its mini-batch.
+        sequence: usize,
+        /// What does not fit.
+        message: String,
+    },
+    /// The generator returned something other than what was asked for.
+    #[error("generator: {message}")]
+    Generator {
+        /// What was wrong.
+        message: String,
+    },
+    /// Metrics that cannot be written or read.
+    #[error("metrics {path}: {message}")]
+    Metrics {
+        /// The metrics file.
+        path: String,
+        /// What went wrong.
         message: String,
     },
 }

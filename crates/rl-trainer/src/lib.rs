@@ -1,20 +1,23 @@
 //! # rl-trainer — the GRPO / Dr. GRPO / DAPO / DA3PO / GSPO training loop on burn
 //!
-//! One [`Trainer`] composes the workspace's pieces:
+//! One [`Trainer`] composes the workspace's pieces, one named phase after another
+//! ([`Trainer::step`]):
 //!
-//! 1. prompts (JSON lines or Parquet, [`data`]) → G rollouts each from the [`Policy`] (the
-//!    sampler's log-probs and finish reasons kept);
-//! 2. verification (`rl-verifier`) → reward mapping → overlong shaping;
-//! 3. DAPO's dynamic-sampling batcher (`rl-sampler`): over-sample until N groups pass the filter;
-//! 4. advantages (`rl-advantage`; DA3PO's DAA: Ã_i = λ·Â_i for correct responses of groups with
-//!    p̂ < τ);
-//! 5. μ epochs over mini-batches of whole groups with π_old log-probs fixed at the start of the
-//!    step; micro-batches accumulate gradients with the mini-batch's global token/sequence
-//!    counts (`rl-loss`), so accumulation equals the full-batch update;
-//! 6. AdamW (PyTorch-style ε and decoupled weight decay) with linear warm-up and global-norm
-//!    gradient clipping;
-//! 7. metrics as JSON lines with fixed names ([`StepMetrics`]) and atomic checkpoints (HF
-//!    safetensors weights, optimizer moments, RNG, data cursor, difficulty tracker) from which
+//! 1. **generate**: prompts (JSON lines or Parquet, [`data`]) → G rollouts each from the
+//!    [`Policy`] (the sampler's log-probs and finish reasons kept; [`rollout::generate_round`]);
+//! 2. **score**: verification (`rl-verifier`) → reward mapping → overlong shaping
+//!    ([`rollout::Scorer`]);
+//! 3. **filter**: DAPO's dynamic-sampling batcher (`rl-sampler`) takes rounds until N groups
+//!    pass, each round sized to the run's keep rate;
+//! 4. **advantages** (`rl-advantage`; DA3PO's DAA: Ã_i = λ·Â_i for correct responses of groups
+//!    with p̂ < τ);
+//! 5. **old/reference log-probs** of the response tokens, fixed at the start of the step;
+//! 6. **update**: μ epochs over mini-batches of whole groups; micro-batches accumulate gradients
+//!    with the mini-batch's global token/sequence counts (`rl-loss`), so accumulation equals the
+//!    full-batch update; AdamW (PyTorch-style ε and decoupled weight decay) with linear warm-up
+//!    and global-norm clipping; non-finite updates are skipped and counted;
+//! 7. **metrics** as JSON lines with fixed names ([`StepMetrics`]); atomic checkpoints (HF
+//!    safetensors weights, optimizer moments, RNG, data cursor, keep-rate counts) from which
 //!    `resume` continues bit-for-bit.
 //!
 //! Algorithms are presets ([`TrainConfig::apply_preset`]) over one configuration, overridable

@@ -29,6 +29,12 @@ pub struct StepMetrics {
     pub pass_rate_hist: [usize; 5],
     /// Histogram of pass rates of the groups kept for training.
     pub kept_pass_rate_hist: [usize; 5],
+    /// Trained groups whose responses were all correct (only without a filter).
+    #[serde(default)]
+    pub kept_all_correct: usize,
+    /// Trained groups whose responses were all wrong (only without a filter).
+    #[serde(default)]
+    pub kept_all_wrong: usize,
     /// Generation rounds used to fill the batch.
     pub gen_rounds: usize,
     /// Groups generated.
@@ -37,6 +43,9 @@ pub struct StepMetrics {
     pub groups_kept: usize,
     /// Groups trained on.
     pub groups_used: usize,
+    /// Kept groups generated but dropped because the batch was already full.
+    #[serde(default)]
+    pub surplus_dropped: usize,
     /// Fraction of generated groups that were all correct.
     pub frac_all_correct: f64,
     /// Fraction of generated groups that were all wrong.
@@ -103,8 +112,11 @@ pub struct StepMetrics {
     pub time_train_s: f64,
     /// Seconds for the whole step.
     pub time_step_s: f64,
-    /// Optimizer updates in this step.
+    /// Optimizer updates applied in this step.
     pub updates: usize,
+    /// Updates skipped because the loss or the gradient norm was not finite.
+    #[serde(default)]
+    pub updates_skipped: usize,
     /// Evaluation after this step, if one ran.
     pub eval: Option<EvalReport>,
 }
@@ -167,7 +179,7 @@ impl MetricsWriter {
 
     /// Writes one line and flushes it.
     pub fn write(&mut self, m: &StepMetrics) -> Result<(), TrainerError> {
-        let line = serde_json::to_string(m).map_err(|e| TrainerError::Checkpoint {
+        let line = serde_json::to_string(m).map_err(|e| TrainerError::Metrics {
             path: self.path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -185,10 +197,9 @@ pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>, TrainerError> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| TrainerError::Data {
+            serde_json::from_str(l).map_err(|e| TrainerError::Metrics {
                 path: path.display().to_string(),
-                record: i + 1,
-                message: e.to_string(),
+                message: format!("line {}: {e}", i + 1),
             })
         })
         .collect()

@@ -52,6 +52,37 @@ pub fn param_paths<B: Backend, M: Module<B>>(model: &M) -> Vec<(String, ParamId)
     v.out
 }
 
+/// Finds the first float parameter holding a NaN or an infinity.
+struct NonFinite {
+    stack: Vec<String>,
+    found: Option<String>,
+}
+
+impl<B: Backend> ModuleVisitor<B> for NonFinite {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.stack.push(name.to_string());
+    }
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.stack.pop();
+    }
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        if self.found.is_none() && !param.val().is_finite().all().into_scalar().elem::<bool>() {
+            self.found = Some(self.stack.join("."));
+        }
+    }
+}
+
+/// The structural path of the first parameter of `model` that holds a NaN or an infinity, if
+/// any (checked before a checkpoint is written).
+pub fn first_non_finite_param<B: Backend, M: Module<B>>(model: &M) -> Option<String> {
+    let mut v = NonFinite {
+        stack: Vec::new(),
+        found: None,
+    };
+    model.visit(&mut v);
+    v.found
+}
+
 struct SquaredNorm<'a, B: AutodiffBackend> {
     grads: &'a GradientsParams,
     total: Option<Tensor<B::InnerBackend, 1>>,
@@ -108,6 +139,17 @@ pub fn clip_grad_norm<B: AutodiffBackend, M: AutodiffModule<B>>(
     norm
 }
 
+/// What [`AdamWOptimizer::step`] did.
+#[derive(Debug)]
+pub struct StepOutcome<M> {
+    /// The model after the step (unchanged when skipped).
+    pub model: M,
+    /// The global gradient norm before clipping.
+    pub grad_norm: f64,
+    /// False when the norm was not finite and the update was skipped.
+    pub applied: bool,
+}
+
 /// AdamW configured from [`OptimSection`] (β1, β2, ε and decoupled weight decay set explicitly:
 /// burn's defaults differ from PyTorch's) and updated with a per-step learning rate.
 pub struct AdamWOptimizer<B: AutodiffBackend, M: AutodiffModule<B>> {
@@ -128,10 +170,22 @@ impl<B: AutodiffBackend, M: AutodiffModule<B>> AdamWOptimizer<B, M> {
     }
 
     /// Clips the global gradient norm (if configured) and applies one update at learning rate
-    /// `lr`. Returns the new model and the pre-clip gradient norm.
-    pub fn step(&mut self, lr: f64, model: M, mut grads: GradientsParams) -> (M, f64) {
-        let norm = clip_grad_norm(&model, &mut grads, self.cfg.grad_clip);
-        (self.inner.step(lr, model, grads), norm)
+    /// `lr`. A non-finite gradient norm (a NaN or infinite gradient anywhere) skips the update:
+    /// the weights and the AdamW moments stay exactly as they were, and the outcome says so.
+    pub fn step(&mut self, lr: f64, model: M, mut grads: GradientsParams) -> StepOutcome<M> {
+        let grad_norm = clip_grad_norm(&model, &mut grads, self.cfg.grad_clip);
+        if !grad_norm.is_finite() {
+            return StepOutcome {
+                model,
+                grad_norm,
+                applied: false,
+            };
+        }
+        StepOutcome {
+            model: self.inner.step(lr, model, grads),
+            grad_norm,
+            applied: true,
+        }
     }
 
     /// Writes the optimizer state to `dir/optimizer.bin` and the parameter paths of its keys to

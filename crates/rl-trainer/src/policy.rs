@@ -1,9 +1,8 @@
 //! The policy abstraction the trainer drives, and its implementation for Qwen3.
 //!
 //! Generation sits behind [`Policy::generate`]: the built-in implementation samples with the
-//! model's own KV-cache generator; a policy backed by a vLLM/SGLang server would implement the
-//! same call over the OpenAI-compatible API (returning sampler log-probs and finish reasons) and
-//! keep [`Policy::logprobs`] local.
+//! model's own KV-cache generator. Log-probs are computed only at the positions the loss reads
+//! ([`Policy::logprobs`] with per-sequence start positions).
 
 use std::path::Path;
 
@@ -24,18 +23,28 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
         config: &GenerationConfig,
     ) -> Result<Vec<Generation>, TrainerError>;
 
-    /// `logprobs[b, t] = log p(ids[b][t+1] | ids[b][..=t])` for right-padded sequences (`[batch,
-    /// max_len − 1]`), differentiable, plus the next-token entropy when asked. Positions past a
-    /// sequence's length hold unspecified finite values: mask them.
+    /// Log-probs of the tokens after `starts[b]`: `logprobs[b, j] = log p(ids[b][s+j+1] |
+    /// ids[b][..=s+j])` with s = `starts[b]`, for right-padded sequences, shape `[batch,
+    /// width]`, differentiable, plus the next-token entropy at the same positions when asked.
+    /// The trainer passes s = prompt length − 1, so column j is response token j; only those
+    /// positions go through the LM head. Columns past a sequence's end hold unspecified finite
+    /// values: mask them.
     fn logprobs(
         &self,
         ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
         entropy: EntropyMode,
     ) -> Result<TokenLogProbs<B>, TrainerError>;
 
-    /// The same log-probs without gradient, on the host, one vector of length `len − 1` per
-    /// sequence.
-    fn logprobs_detached(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, TrainerError>;
+    /// The same log-probs without gradient, on the host: for sequence b, the
+    /// min(width, len − 1 − starts[b]) values that exist.
+    fn logprobs_detached(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+    ) -> Result<Vec<Vec<f32>>, TrainerError>;
 
     /// Writes the weights (for Qwen3: HF `config.json` + `model.safetensors`).
     fn save(&self, dir: &Path) -> Result<(), TrainerError>;
@@ -64,19 +73,45 @@ pub fn right_pad<B: Backend>(
     Ok((t, mask))
 }
 
-fn split_rows(t: Tensor<impl Backend, 2>, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, TrainerError> {
+/// Host rows of a `[n, width]` log-prob tensor: row b keeps its first
+/// min(width, len_b − 1 − starts[b]) values.
+fn split_rows(
+    t: Tensor<impl Backend, 2>,
+    ids: &[Vec<u32>],
+    starts: &[usize],
+) -> Result<Vec<Vec<f32>>, TrainerError> {
     let [n, w] = t.dims();
     let flat: Vec<f32> =
         t.into_data()
             .convert::<f32>()
             .into_vec()
-            .map_err(|e| TrainerError::Diverged {
-                step: 0,
+            .map_err(|e| TrainerError::Generator {
                 message: format!("unreadable log-probs: {e:?}"),
             })?;
     Ok((0..n)
-        .map(|i| flat[i * w..i * w + ids[i].len().saturating_sub(1)].to_vec())
+        .map(|i| {
+            let valid = ids[i].len().saturating_sub(1 + starts[i]).min(w);
+            flat[i * w..i * w + valid].to_vec()
+        })
         .collect())
+}
+
+// TEMPORARY until rl-models has the response-only head.
+fn shim_gather<Bk: Backend>(
+    lp: TokenLogProbs<Bk>,
+    starts: &[usize],
+    width: usize,
+) -> TokenLogProbs<Bk> {
+    let [n, l] = lp.logprobs.dims();
+    let dev = lp.logprobs.device();
+    let idx: Vec<i64> = (0..n)
+        .flat_map(|b| (0..width).map(move |j| (starts[b] + j).min(l - 1) as i64))
+        .collect();
+    let idx = Tensor::<Bk, 2, Int>::from_data(TensorData::new(idx, [n, width]), &dev);
+    TokenLogProbs {
+        logprobs: lp.logprobs.gather(1, idx.clone()),
+        entropy: lp.entropy.map(|e| e.gather(1, idx)),
+    }
 }
 
 impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
@@ -91,17 +126,26 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
     fn logprobs(
         &self,
         ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
         entropy: EntropyMode,
     ) -> Result<TokenLogProbs<B>, TrainerError> {
         let (t, mask) = right_pad::<B>(ids, &self.device())?;
-        Ok(self.token_logprobs(t, Some(&mask), entropy)?)
+        let lp = self.token_logprobs(t, Some(&mask), entropy)?;
+        Ok(shim_gather(lp, starts, width))
     }
 
-    fn logprobs_detached(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, TrainerError> {
+    fn logprobs_detached(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+    ) -> Result<Vec<Vec<f32>>, TrainerError> {
         let model = self.valid();
         let (t, mask) = right_pad::<B::InnerBackend>(ids, &model.device())?;
         let lp = model.token_logprobs(t, Some(&mask), EntropyMode::None)?;
-        split_rows(lp.logprobs, ids)
+        let lp = shim_gather(lp, starts, width);
+        split_rows(lp.logprobs, ids, starts)
     }
 
     fn save(&self, dir: &Path) -> Result<(), TrainerError> {

@@ -1,10 +1,11 @@
-//! Generation rounds: prompts → G responses each → verification → reward shaping.
+//! The generation and scoring phases of a round: prompts → G responses each ([`generate_round`])
+//! → decoded, verified and shaped rollouts grouped by prompt ([`Scorer::score_round`]).
 
 use std::sync::Arc;
 
 use burn::tensor::backend::AutodiffBackend;
 use rl_advantage::GroupId;
-use rl_models::{FinishReason, GenerationConfig, Tokenizer};
+use rl_models::{FinishReason, Generation, GenerationConfig, Tokenizer};
 use rl_sampler::RolloutGroup;
 use rl_verifier::{OutcomeCounts, OverlongPolicy, ResponseLength, RewardMap, Verifier};
 use serde::{Deserialize, Serialize};
@@ -65,10 +66,23 @@ pub struct RoundPrompt<'a> {
     pub tier: Option<String>,
 }
 
-/// Generates `group_size` responses for each prompt (in chunks of `chunk` sequences, 0 = all at
-/// once, each chunk with its own seed from `seeds`), verifies and shapes them, and returns one
-/// group per prompt. `next_group` numbers the groups.
-#[allow(clippy::too_many_arguments)]
+/// The response without its trailing end tokens (`<|im_end|>`, `<|endoftext|>`): what the
+/// verifier reads. The one place where end tokens are stripped.
+pub fn strip_end_tokens<'a>(tokens: &'a [u32], end_ids: &[u32]) -> &'a [u32] {
+    let mut body = tokens;
+    while let Some((last, rest)) = body.split_last() {
+        if end_ids.contains(last) {
+            body = rest;
+        } else {
+            break;
+        }
+    }
+    body
+}
+
+/// Generation phase: `group_size` responses for each prompt, in chunks of `chunk` sequences
+/// (0 = all at once), each chunk with its own seed from `seeds`. Returns one vector of
+/// `group_size` generations per prompt, in prompt order.
 pub fn generate_round<B: AutodiffBackend, P: Policy<B>>(
     policy: &P,
     prompts: &[RoundPrompt<'_>],
@@ -76,10 +90,7 @@ pub fn generate_round<B: AutodiffBackend, P: Policy<B>>(
     gen_cfg: &GenerationConfig,
     chunk: usize,
     seeds: &mut dyn FnMut() -> u64,
-    scorer: &Scorer<'_>,
-    next_group: &mut u64,
-    outcomes: &mut OutcomeCounts,
-) -> Result<Vec<RolloutGroup<Rollout>>, TrainerError> {
+) -> Result<Vec<Vec<Generation>>, TrainerError> {
     let inputs: Vec<Vec<u32>> = prompts
         .iter()
         .flat_map(|p| std::iter::repeat_n(p.ids.as_ref().clone(), group_size))
@@ -91,57 +102,82 @@ pub fn generate_round<B: AutodiffBackend, P: Policy<B>>(
             seed: seeds(),
             ..gen_cfg.clone()
         };
-        gens.extend(policy.generate(part, &cfg)?);
-    }
-    let mut groups = Vec::with_capacity(prompts.len());
-    let mut it = gens.into_iter();
-    for p in prompts {
-        let mut items = Vec::with_capacity(group_size);
-        for _ in 0..group_size {
-            let g = it.next().ok_or_else(|| TrainerError::Diverged {
-                step: 0,
-                message: "the generator returned fewer sequences than asked for".into(),
-            })?;
-            let mut body = g.tokens.as_slice();
-            while let Some((last, rest)) = body.split_last() {
-                if scorer.end_ids.contains(last) {
-                    body = rest;
-                } else {
-                    break;
-                }
-            }
-            let text = scorer.tokenizer.decode(body, false)?;
-            let v = scorer.verifier.verify(&text, p.answer);
-            outcomes.record(&v.outcome);
-            let length = ResponseLength {
-                tokens: g.tokens.len(),
-                truncated: g.finish_reason == FinishReason::Length,
-            };
-            let shaped = scorer
-                .overlong
-                .shape(scorer.rewards.reward(&v.outcome), length);
-            items.push(Rollout {
-                prompt_index: p.index,
-                prompt_ids: p.ids.clone(),
-                response: g.tokens,
-                sampler_logp: g.logprobs,
-                finish: g.finish_reason,
-                text,
-                correct: v.outcome.is_correct(),
-                reward: shaped.reward,
-                penalty: shaped.penalty,
-                train: shaped.keep,
-                tier: p.tier.clone(),
+        let out = policy.generate(part, &cfg)?;
+        if out.len() != part.len() {
+            return Err(TrainerError::Generator {
+                message: format!(
+                    "{} sequences returned for {} prompts",
+                    out.len(),
+                    part.len()
+                ),
             });
         }
-        groups.push(RolloutGroup {
-            group: GroupId(*next_group),
-            prompt: p.index as u64,
-            rewards: items.iter().map(|r| r.reward).collect(),
-            correct: items.iter().map(|r| r.correct).collect(),
-            items,
-        });
-        *next_group += 1;
+        gens.extend(out);
     }
-    Ok(groups)
+    let mut it = gens.into_iter();
+    Ok(prompts
+        .iter()
+        .map(|_| it.by_ref().take(group_size).collect())
+        .collect())
+}
+
+impl Scorer<'_> {
+    /// Scoring phase for one response: decode without end tokens, verify, map the outcome to a
+    /// reward and apply length shaping.
+    pub fn score(
+        &self,
+        prompt: &RoundPrompt<'_>,
+        g: Generation,
+        outcomes: &mut OutcomeCounts,
+    ) -> Result<Rollout, TrainerError> {
+        let text = self
+            .tokenizer
+            .decode(strip_end_tokens(&g.tokens, self.end_ids), false)?;
+        let v = self.verifier.verify(&text, prompt.answer);
+        outcomes.record(&v.outcome);
+        let length = ResponseLength {
+            tokens: g.tokens.len(),
+            truncated: g.finish_reason == FinishReason::Length,
+        };
+        let shaped = self.overlong.shape(self.rewards.reward(&v.outcome), length);
+        Ok(Rollout {
+            prompt_index: prompt.index,
+            prompt_ids: prompt.ids.clone(),
+            response: g.tokens,
+            sampler_logp: g.logprobs,
+            finish: g.finish_reason,
+            text,
+            correct: v.outcome.is_correct(),
+            reward: shaped.reward,
+            penalty: shaped.penalty,
+            train: shaped.keep,
+            tier: prompt.tier.clone(),
+        })
+    }
+
+    /// Scoring phase for a round: one [`RolloutGroup`] per prompt, numbered from `next_group`.
+    pub fn score_round(
+        &self,
+        prompts: &[RoundPrompt<'_>],
+        generations: Vec<Vec<Generation>>,
+        next_group: &mut u64,
+        outcomes: &mut OutcomeCounts,
+    ) -> Result<Vec<RolloutGroup<Rollout>>, TrainerError> {
+        let mut groups = Vec::with_capacity(prompts.len());
+        for (p, gens) in prompts.iter().zip(generations) {
+            let items = gens
+                .into_iter()
+                .map(|g| self.score(p, g, outcomes))
+                .collect::<Result<Vec<_>, _>>()?;
+            groups.push(RolloutGroup {
+                group: GroupId(*next_group),
+                prompt: p.index as u64,
+                rewards: items.iter().map(|r| r.reward).collect(),
+                correct: items.iter().map(|r| r.correct).collect(),
+                items,
+            });
+            *next_group += 1;
+        }
+        Ok(groups)
+    }
 }

@@ -61,6 +61,7 @@ pub fn supervised_warm_start<B: AutodiffBackend, P: Policy<B>>(
         epochs: 1,
         mini_batches: 1,
         micro_batch: cfg.micro_batch.max(1),
+        max_consecutive_skips: 1, // the supervised loop stops at the first non-finite update
     };
     let mut optim = AdamWOptimizer::<B, P>::new(&optim_cfg);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);

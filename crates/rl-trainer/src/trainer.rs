@@ -1,5 +1,15 @@
-//! The trainer: prompts → G rollouts each → verify → shape → dynamic-sampling batcher →
-//! advantages → μ epochs of mini-batch updates → metrics → checkpoints.
+//! The trainer. One step is a composition of named phases ([`Trainer::step`]):
+//!
+//! 1. **generate** G responses per prompt ([`generate_round`]),
+//! 2. **score** them: decode, verify, shape rewards ([`Scorer::score_round`]),
+//! 3. **filter**: dynamic sampling keeps groups until N are kept ([`Trainer::collect_batch`]
+//!    repeats 1–3 in rounds sized by [`rl_sampler::RoundSizing`]),
+//! 4. **advantages** over the kept groups ([`Trainer::advantages`]),
+//! 5. **old/reference log-probs** of the response tokens ([`Trainer::behaviour_logprobs`]),
+//! 6. **update**: μ epochs × mini-batches of whole groups ([`Trainer::update`]),
+//! 7. **metrics** from the phases' outputs ([`step_metrics`]).
+//!
+//! Generation uses the trained policy itself, so there are no weights to synchronise.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -12,10 +22,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rl_advantage::{AdvantageEstimator, Sample, compute_batch};
+use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch};
 use rl_loss::LossMetrics;
-use rl_models::{GenerationConfig, Tokenizer};
-use rl_sampler::{BatcherConfig, DifficultyTracker, DynamicBatcher, RolloutGroup};
+use rl_models::{FinishReason, GenerationConfig, Tokenizer};
+use rl_sampler::{BatchReport, BatcherConfig, DynamicBatcher, KeepRate, RolloutGroup};
 use rl_verifier::{OutcomeCounts, Verifier};
 use serde::{Deserialize, Serialize};
 
@@ -24,9 +34,9 @@ use crate::config::TrainConfig;
 use crate::data::{Dataset, PromptRenderer, PromptSampler, SamplerState};
 use crate::eval::EvalReport;
 use crate::metrics::{MetricsWriter, StepMetrics, pass_rate_bin};
-use crate::optim::{AdamWOptimizer, lr_at};
+use crate::optim::{AdamWOptimizer, first_non_finite_param, lr_at};
 use crate::policy::Policy;
-use crate::rollout::{Rollout, RoundPrompt, Scorer, generate_round};
+use crate::rollout::{Rollout, RoundPrompt, Scorer, generate_round, strip_end_tokens};
 use crate::update::{TrainSeq, policy_update};
 
 /// Everything besides weights and optimizer moments that a checkpoint restores.
@@ -38,13 +48,17 @@ pub struct TrainerState {
     pub sampler: SamplerState,
     /// The trainer's RNG (generation seeds, mini-batch order).
     pub rng: ChaCha8Rng,
-    /// Per-prompt pass-rate estimates.
-    pub tracker: DifficultyTracker,
     /// Next group id.
     pub next_group: u64,
     /// Responses generated so far.
     #[serde(default)]
     pub rollouts: u64,
+    /// Groups seen and kept so far (adaptive round sizing).
+    #[serde(default)]
+    pub keep_rate: KeepRate,
+    /// Optimizer updates skipped in a row for non-finite losses or gradients.
+    #[serde(default)]
+    pub consecutive_skips: usize,
 }
 
 /// The training loop for a policy `P` on backend `B`.
@@ -94,9 +108,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             step: 0,
             sampler: SamplerState::default(),
             rng: ChaCha8Rng::seed_from_u64(config.seed),
-            tracker: DifficultyTracker::new(0.5)?,
             next_group: 0,
             rollouts: 0,
+            keep_rate: KeepRate::default(),
+            consecutive_skips: 0,
         };
         let optim = AdamWOptimizer::new(&config.optim);
         Self::assemble(
@@ -313,16 +328,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         for (c, part) in inputs.chunks(chunk.max(1)).enumerate() {
             gen_cfg.seed = self.config.seed ^ 0xE7A1_0000_0000 ^ (tag << 20) ^ c as u64;
             for g in policy.generate(part, &gen_cfg)? {
-                let mut body = g.tokens.as_slice();
-                while let Some((last, rest)) = body.split_last() {
-                    if self.end_ids.contains(last) {
-                        body = rest
-                    } else {
-                        break;
-                    }
-                }
-                let text = self.tokenizer.decode(body, false)?;
-                correct.push((text, g.tokens.len()));
+                let text = self
+                    .tokenizer
+                    .decode(strip_end_tokens(&g.tokens, &self.end_ids), false)?;
+                correct.push(text);
             }
         }
         let results: Vec<(Option<String>, Vec<bool>)> = (0..n)
@@ -331,7 +340,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 let r = (0..e.k)
                     .map(|j| {
                         self.verifier
-                            .verify(&correct[i * e.k + j].0, &p.answer)
+                            .verify(&correct[i * e.k + j], &p.answer)
                             .outcome
                             .is_correct()
                     })
@@ -342,34 +351,50 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         Ok(Some(EvalReport::from_results(&results)))
     }
 
-    /// Generation rounds until the batcher returns a batch.
-    fn collect_batch(
+    /// Generation rounds — generate, score, filter — until the batcher returns a batch. Each
+    /// round samples as many prompts as [`rl_sampler::RoundSizing`] says.
+    pub fn collect_batch(
         &mut self,
-        m: &mut StepMetrics,
-        outcomes: &mut OutcomeCounts,
-    ) -> Result<Vec<RolloutGroup<Rollout>>, TrainerError> {
+    ) -> Result<(Vec<RolloutGroup<Rollout>>, RolloutStats), TrainerError> {
         let r = self.config.rollout.clone();
         let gen_cfg = self.generation_config(r.temperature, r.top_p, r.top_k);
-        let mut all_rewards = 0.0;
-        let mut tier_acc: BTreeMap<String, (usize, usize)> = BTreeMap::new();
-        let (mut generated, mut correct, mut truncated, mut gen_tokens) =
-            (0usize, 0usize, 0usize, 0usize);
+        let mut stats = RolloutStats::default();
         loop {
-            let idx = self.sampler.next(r.prompts_per_round);
+            let needed = self
+                .config
+                .batch
+                .groups_per_step
+                .saturating_sub(self.batcher.pending());
+            let count = self.config.batch.round_sizing.prompts(
+                &self.state.keep_rate.with(&self.batcher.report()),
+                needed,
+                r.prompts_per_round,
+            );
+            let idx = self.sampler.next(count);
             let rendered = idx
                 .iter()
                 .map(|&i| self.prompt_ids(i))
                 .collect::<Result<Vec<_>, _>>()?;
-            let mut prompts = Vec::with_capacity(idx.len());
-            for (&i, ids) in idx.iter().zip(rendered) {
-                let p = &self.train.prompts[i];
-                prompts.push(RoundPrompt {
+            let prompts: Vec<RoundPrompt<'_>> = idx
+                .iter()
+                .zip(rendered)
+                .map(|(&i, ids)| RoundPrompt {
                     index: i,
                     ids,
-                    answer: &p.answer,
-                    tier: p.tier.clone(),
-                });
-            }
+                    answer: &self.train.prompts[i].answer,
+                    tier: self.train.prompts[i].tier.clone(),
+                })
+                .collect();
+            let rng = &mut self.state.rng;
+            let mut seeds = || rng.next_u64();
+            let generations = generate_round(
+                self.policy.as_ref().expect("policy present"),
+                &prompts,
+                r.group_size,
+                &gen_cfg,
+                r.generation_batch,
+                &mut seeds,
+            )?;
             let scorer = Scorer {
                 verifier: self.verifier.as_ref(),
                 rewards: self.config.reward_map(),
@@ -377,80 +402,26 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 tokenizer: &self.tokenizer,
                 end_ids: &self.end_ids,
             };
-            let rng = &mut self.state.rng;
-            let mut seeds = || rng.next_u64();
-            let groups = generate_round(
-                self.policy.as_ref().expect("policy present"),
+            let groups = scorer.score_round(
                 &prompts,
-                r.group_size,
-                &gen_cfg,
-                r.generation_batch,
-                &mut seeds,
-                &scorer,
+                generations,
                 &mut self.state.next_group,
-                outcomes,
+                &mut stats.outcomes,
             )?;
-            drop(prompts);
-            for g in &groups {
-                let c = g.correct.iter().filter(|&&x| x).count();
-                self.state.tracker.observe(g.prompt, c, g.correct.len());
-                m.pass_rate_hist[pass_rate_bin(g.pass_rate())] += 1;
-                for it in &g.items {
-                    generated += 1;
-                    all_rewards += it.reward;
-                    correct += it.correct as usize;
-                    truncated += (it.finish == rl_models::FinishReason::Length) as usize;
-                    gen_tokens += it.response.len();
-                    if let Some(t) = &it.tier {
-                        let e = tier_acc.entry(t.clone()).or_default();
-                        e.0 += it.correct as usize;
-                        e.1 += 1;
-                    }
-                }
-            }
+            stats.observe_round(&groups);
             if let Some(batch) = self.batcher.push_round(groups)? {
-                let rep = batch.report;
-                m.gen_rounds = rep.rounds;
-                m.groups_seen = rep.groups_seen;
-                m.groups_kept = rep.groups_kept;
-                m.groups_used = rep.groups_used;
-                m.frac_all_correct = rep.frac_all_correct();
-                m.frac_all_wrong = rep.frac_all_wrong();
-                m.responses_generated = generated;
-                m.reward_mean = all_rewards / generated.max(1) as f64;
-                m.acc = correct as f64 / generated.max(1) as f64;
-                m.truncation_rate = truncated as f64 / generated.max(1) as f64;
-                m.acc_by_tier = tier_acc
-                    .into_iter()
-                    .map(|(k, (c, n))| (k, c as f64 / n.max(1) as f64))
-                    .collect();
-                m.rollout_tokens_per_s = gen_tokens as f64;
-                return Ok(batch.groups);
+                self.state.keep_rate.observe(&batch.report);
+                stats.report = batch.report;
+                return Ok((batch.groups, stats));
             }
         }
     }
 
-    /// One training step.
-    pub fn step(&mut self) -> Result<StepMetrics, TrainerError> {
-        let t0 = Instant::now();
-        let step = self.state.step + 1;
-        let mut m = StepMetrics {
-            step,
-            lr: lr_at(&self.config.optim, self.state.step),
-            ..StepMetrics::default()
-        };
-        let mut outcomes = OutcomeCounts::default();
-        let groups = self.collect_batch(&mut m, &mut outcomes)?;
-        m.time_rollout_s = t0.elapsed().as_secs_f64();
-        m.rollout_tokens_per_s /= m.time_rollout_s.max(1e-9);
-        m.outcomes = outcomes
-            .as_pairs()
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect();
-
-        // Advantages over the kept groups (explicit group ids).
-        let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
+    /// Advantages of the kept groups' responses (explicit group ids), in group order.
+    pub fn advantages(
+        &self,
+        groups: &[RolloutGroup<Rollout>],
+    ) -> Result<BatchAdvantages, TrainerError> {
         let samples: Vec<Sample> = groups
             .iter()
             .flat_map(|g| {
@@ -459,75 +430,47 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                     .map(move |it| Sample::new(g.group, it.reward, it.correct))
             })
             .collect();
-        let adv = compute_batch(self.estimator.as_ref(), &samples, None)?;
-        for g in &groups {
-            m.kept_pass_rate_hist[pass_rate_bin(g.pass_rate())] += 1;
-        }
-        m.frac_amplified = adv.stats.amplified as f64 / samples.len().max(1) as f64;
-        m.adv_mean = adv.stats.mean;
-        m.adv_std = adv.stats.std;
-        m.adv_min = adv.stats.min;
-        m.adv_max = adv.stats.max;
-        m.response_len_mean = items.iter().map(|r| r.response.len()).sum::<usize>() as f64
-            / items.len().max(1) as f64;
-        m.response_len_max = items.iter().map(|r| r.response.len()).max().unwrap_or(0);
+        Ok(compute_batch(self.estimator.as_ref(), &samples, None)?)
+    }
 
-        // π_old (and reference) log-probs of the response tokens.
-        let t1 = Instant::now();
-        let seqs: Vec<Vec<u32>> = items
-            .iter()
-            .map(|r| [r.prompt_ids.as_slice(), &r.response].concat())
-            .collect();
+    /// π_old (the policy before this step's updates) and, with KL, reference log-probs of every
+    /// response token of `items`, computed in micro-batches of `optim.micro_batch` sequences.
+    pub fn behaviour_logprobs(
+        &self,
+        items: &[&Rollout],
+    ) -> Result<(Vec<Vec<f32>>, Option<Vec<Vec<f32>>>), TrainerError> {
         let micro = self.config.optim.micro_batch;
-        let policy = self.policy.as_ref().expect("policy present");
-        let mut old = Vec::with_capacity(seqs.len());
-        for chunk in seqs.chunks(micro) {
-            old.extend(policy.logprobs_detached(chunk)?);
-        }
-        let old: Vec<Vec<f32>> = old
-            .into_iter()
-            .zip(&items)
-            .map(|(lp, r)| lp[r.prompt_ids.len() - 1..].to_vec())
-            .collect();
-        let reference: Option<Vec<Vec<f32>>> = match &self.reference {
-            Some(rp) => {
-                let mut v = Vec::with_capacity(seqs.len());
-                for chunk in seqs.chunks(micro) {
-                    v.extend(rp.logprobs_detached(chunk)?);
-                }
-                Some(
-                    v.into_iter()
-                        .zip(&items)
-                        .map(|(lp, r)| lp[r.prompt_ids.len() - 1..].to_vec())
-                        .collect(),
-                )
-            }
+        let old = response_logprobs(self.policy(), items, micro)?;
+        let reference = match &self.reference {
+            Some(rp) => Some(response_logprobs(rp, items, micro)?),
             None => None,
         };
-        let (mut mis_sum, mut mis_max, mut mis_n) = (0.0f64, 0.0f64, 0usize);
-        for (r, o) in items.iter().zip(&old) {
-            for (a, b) in r.sampler_logp.iter().zip(o) {
-                let d = (a - b).abs() as f64;
-                mis_sum += d;
-                mis_max = mis_max.max(d);
-                mis_n += 1;
-            }
-        }
-        m.logprob_mismatch = mis_sum / mis_n.max(1) as f64;
-        m.logprob_mismatch_max = mis_max;
-        m.time_logprobs_s = t1.elapsed().as_secs_f64();
+        Ok((old, reference))
+    }
 
-        // μ epochs × mini-batches of whole groups.
-        let t2 = Instant::now();
+    /// μ epochs × `optim.mini_batches` optimizer updates over mini-batches of whole groups.
+    /// An update whose loss or gradient norm is not finite is skipped and counted; more than
+    /// `optim.max_consecutive_skips` − 1 skips in a row stop training with
+    /// [`TrainerError::Diverged`].
+    pub fn update(
+        &mut self,
+        step: usize,
+        lr: f64,
+        groups: &[RolloutGroup<Rollout>],
+        advantages: &[f64],
+        old: &[Vec<f32>],
+        reference: Option<&[Vec<f32>]>,
+    ) -> Result<UpdateStats, TrainerError> {
+        let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
         let mut starts = Vec::with_capacity(groups.len());
         let mut k = 0;
-        for g in &groups {
+        for g in groups {
             starts.push(k);
             k += g.items.len();
         }
-        let mut merged = LossMetrics::default();
-        let (mut norm_sum, mut updates, mut trained_tokens) = (0.0, 0usize, 0usize);
+        let micro = self.config.optim.micro_batch;
         let mb = self.config.optim.mini_batches;
+        let mut stats = UpdateStats::default();
         for _ in 0..self.config.optim.epochs {
             let mut order: Vec<usize> = (0..groups.len()).collect();
             if self.config.optim.epochs > 1 || mb > 1 {
@@ -538,23 +481,21 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 let hi = (part + 1) * order.len() / mb;
                 let mut batch = Vec::new();
                 for &gi in &order[lo..hi] {
-                    for j in 0..groups[gi].items.len() {
-                        let i = starts[gi] + j;
+                    for i in starts[gi]..starts[gi] + groups[gi].items.len() {
                         let r = items[i];
                         batch.push(TrainSeq {
                             prompt: &r.prompt_ids,
                             response: &r.response,
                             old_logp: &old[i],
-                            ref_logp: reference.as_ref().map(|v| v[i].as_slice()),
-                            advantage: adv.advantages[i] as f32,
+                            ref_logp: reference.map(|v| v[i].as_slice()),
+                            advantage: advantages[i] as f32,
                             train: r.train,
                         });
-                        trained_tokens += r.prompt_ids.len() + r.response.len();
+                        stats.trained_tokens += r.prompt_ids.len() + r.response.len();
                     }
                 }
                 let policy = self.policy.take().expect("policy present");
-                let lr = m.lr;
-                let (p, lm, norm) = policy_update(
+                let out = policy_update(
                     policy,
                     &mut self.optim,
                     lr,
@@ -562,38 +503,69 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                     &batch,
                     micro,
                     &self.device,
-                )
-                .map_err(|e| match e {
-                    TrainerError::Diverged { message, .. } => {
-                        TrainerError::Diverged { step, message }
+                )?;
+                self.policy = Some(out.policy);
+                if out.applied {
+                    self.state.consecutive_skips = 0;
+                    stats.loss.merge(&out.metrics);
+                    stats.grad_norm_sum += out.grad_norm;
+                    stats.applied += 1;
+                } else {
+                    self.state.consecutive_skips += 1;
+                    stats.skipped += 1;
+                    let limit = self.config.optim.max_consecutive_skips;
+                    if self.state.consecutive_skips >= limit {
+                        return Err(TrainerError::Diverged {
+                            step,
+                            message: format!(
+                                "{} consecutive updates skipped (optim.max_consecutive_skips = \
+                                 {limit}); the last had loss {} and gradient norm {}",
+                                self.state.consecutive_skips, out.metrics.loss, out.grad_norm
+                            ),
+                        });
                     }
-                    other => other,
-                })?;
-                self.policy = Some(p);
-                merged.merge(&lm);
-                norm_sum += norm;
-                updates += 1;
+                }
             }
         }
-        m.time_train_s = t2.elapsed().as_secs_f64();
-        m.train_tokens_per_s = trained_tokens as f64 / m.time_train_s.max(1e-9);
-        m.updates = updates;
-        let u = updates.max(1) as f64;
-        m.loss = merged.loss / u;
-        m.pg_loss = merged.policy_loss / u;
-        m.kl_loss = merged.kl_loss / u;
-        m.entropy = merged.entropy();
-        m.clip_frac_upper = merged.clip_frac_upper();
-        m.clip_frac_lower = merged.clip_frac_lower();
-        m.dual_clip_frac = merged.dual_clip_frac();
-        m.ratio_mean = merged.ratio_mean();
-        m.ratio_max = merged.ratio_max;
-        m.approx_kl = merged.approx_kl();
-        m.kl_ref = merged.kl();
-        m.grad_norm = norm_sum / u;
+        Ok(stats)
+    }
+
+    /// One training step: the phases of the module documentation, in order.
+    pub fn step(&mut self) -> Result<StepMetrics, TrainerError> {
+        let t0 = Instant::now();
+        let step = self.state.step + 1;
+        let lr = lr_at(&self.config.optim, self.state.step);
+
+        let (groups, rollout) = self.collect_batch()?;
+        let time_rollout = t0.elapsed().as_secs_f64();
+        let adv = self.advantages(&groups)?;
+
+        let t1 = Instant::now();
+        let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
+        let (old, reference) = self.behaviour_logprobs(&items)?;
+        let mismatch = LogprobMismatch::measure(&items, &old);
+        let time_logprobs = t1.elapsed().as_secs_f64();
+
+        let t2 = Instant::now();
+        let update = self.update(
+            step,
+            lr,
+            &groups,
+            &adv.advantages,
+            &old,
+            reference.as_deref(),
+        )?;
+        let time_train = t2.elapsed().as_secs_f64();
+
         self.state.step = step;
-        self.state.rollouts += m.responses_generated as u64;
+        self.state.rollouts += rollout.generated as u64;
+        let mut m = step_metrics(step, lr, &rollout, &groups, &adv, mismatch, &update);
         m.rollouts_total = self.state.rollouts;
+        m.time_rollout_s = time_rollout;
+        m.rollout_tokens_per_s = rollout.gen_tokens as f64 / time_rollout.max(1e-9);
+        m.time_logprobs_s = time_logprobs;
+        m.time_train_s = time_train;
+        m.train_tokens_per_s = update.trained_tokens as f64 / time_train.max(1e-9);
         m.time_step_s = t0.elapsed().as_secs_f64();
         Ok(m)
     }
@@ -711,6 +683,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let name = format!("step-{:06}", self.state.step);
         let dir = root.join(&name);
         let policy = self.policy.as_ref().expect("policy present");
+        if let Some(param) = first_non_finite_param::<B, P>(policy) {
+            return Err(TrainerError::Checkpoint {
+                path: dir.display().to_string(),
+                message: format!("refusing to save weights with a NaN or infinity in `{param}`"),
+            });
+        }
         let state =
             serde_json::to_string_pretty(&self.state).map_err(|e| TrainerError::Checkpoint {
                 path: dir.display().to_string(),
@@ -746,6 +724,200 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             }
         }
         Ok(dir)
+    }
+}
+
+/// Sums over every response generated in a step's rounds (all of them, kept or not).
+#[derive(Clone, Debug, Default)]
+pub struct RolloutStats {
+    /// Responses generated.
+    pub generated: usize,
+    /// Correct responses.
+    pub correct: usize,
+    /// Sum of shaped rewards.
+    pub reward_sum: f64,
+    /// Responses that hit `max_new_tokens`.
+    pub truncated: usize,
+    /// Generated tokens.
+    pub gen_tokens: usize,
+    /// Per tier: (correct, responses).
+    pub tiers: BTreeMap<String, (usize, usize)>,
+    /// Pass-rate histogram of every generated group.
+    pub pass_rate_hist: [usize; 5],
+    /// Verifier outcomes.
+    pub outcomes: OutcomeCounts,
+    /// The batcher's counters for the emitted batch.
+    pub report: BatchReport,
+}
+
+impl RolloutStats {
+    /// Adds a scored round.
+    pub fn observe_round(&mut self, groups: &[RolloutGroup<Rollout>]) {
+        for g in groups {
+            self.pass_rate_hist[pass_rate_bin(g.pass_rate())] += 1;
+            for it in &g.items {
+                self.generated += 1;
+                self.reward_sum += it.reward;
+                self.correct += it.correct as usize;
+                self.truncated += (it.finish == FinishReason::Length) as usize;
+                self.gen_tokens += it.response.len();
+                if let Some(t) = &it.tier {
+                    let e = self.tiers.entry(t.clone()).or_default();
+                    e.0 += it.correct as usize;
+                    e.1 += 1;
+                }
+            }
+        }
+    }
+}
+
+/// What a step's updates did.
+#[derive(Clone, Debug, Default)]
+pub struct UpdateStats {
+    /// Loss metrics merged over the applied updates.
+    pub loss: LossMetrics,
+    /// Sum of the applied updates' pre-clip gradient norms.
+    pub grad_norm_sum: f64,
+    /// Updates applied.
+    pub applied: usize,
+    /// Updates skipped (non-finite loss or gradient).
+    pub skipped: usize,
+    /// Prompt + response tokens forwarded.
+    pub trained_tokens: usize,
+}
+
+/// |sampler log-prob − π_old log-prob| over the trained tokens.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LogprobMismatch {
+    /// Mean.
+    pub mean: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl LogprobMismatch {
+    fn measure(items: &[&Rollout], old: &[Vec<f32>]) -> Self {
+        let (mut sum, mut max, mut n) = (0.0f64, 0.0f64, 0usize);
+        for (r, o) in items.iter().zip(old) {
+            for (a, b) in r.sampler_logp.iter().zip(o) {
+                let d = (a - b).abs() as f64;
+                sum += d;
+                max = max.max(d);
+                n += 1;
+            }
+        }
+        LogprobMismatch {
+            mean: sum / n.max(1) as f64,
+            max,
+        }
+    }
+}
+
+/// Detached log-probs of each rollout's response tokens under `policy`, one vector of
+/// `response.len()` values per rollout, in micro-batches of `micro` sequences.
+fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
+    policy: &P,
+    items: &[&Rollout],
+    micro: usize,
+) -> Result<Vec<Vec<f32>>, TrainerError> {
+    let mut out = Vec::with_capacity(items.len());
+    for (c, chunk) in items.chunks(micro.max(1)).enumerate() {
+        if let Some(i) = chunk.iter().position(|r| r.prompt_ids.is_empty()) {
+            return Err(TrainerError::Batch {
+                sequence: c * micro.max(1) + i,
+                message: "empty prompt: the first response token has no context".into(),
+            });
+        }
+        let ids: Vec<Vec<u32>> = chunk
+            .iter()
+            .map(|r| [r.prompt_ids.as_slice(), &r.response].concat())
+            .collect();
+        let starts: Vec<usize> = chunk.iter().map(|r| r.prompt_ids.len() - 1).collect();
+        let width = chunk
+            .iter()
+            .map(|r| r.response.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        out.extend(policy.logprobs_detached(&ids, &starts, width)?);
+    }
+    Ok(out)
+}
+
+/// The metrics phase: a step's [`StepMetrics`] from the outputs of the other phases (timing
+/// fields and totals are filled by the caller).
+pub fn step_metrics(
+    step: usize,
+    lr: f64,
+    rollout: &RolloutStats,
+    groups: &[RolloutGroup<Rollout>],
+    adv: &BatchAdvantages,
+    mismatch: LogprobMismatch,
+    update: &UpdateStats,
+) -> StepMetrics {
+    let per_response = |x: usize| x as f64 / rollout.generated.max(1) as f64;
+    let rep = rollout.report;
+    let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
+    let mut kept_hist = [0usize; 5];
+    for g in groups {
+        kept_hist[pass_rate_bin(g.pass_rate())] += 1;
+    }
+    let l = &update.loss;
+    let u = update.applied.max(1) as f64;
+    StepMetrics {
+        step,
+        lr,
+        reward_mean: rollout.reward_sum / rollout.generated.max(1) as f64,
+        acc: per_response(rollout.correct),
+        acc_by_tier: rollout
+            .tiers
+            .iter()
+            .map(|(k, &(c, n))| (k.clone(), c as f64 / n.max(1) as f64))
+            .collect(),
+        pass_rate_hist: rollout.pass_rate_hist,
+        kept_pass_rate_hist: kept_hist,
+        kept_all_correct: groups.iter().filter(|g| g.pass_rate() == 1.0).count(),
+        kept_all_wrong: groups.iter().filter(|g| g.pass_rate() == 0.0).count(),
+        gen_rounds: rep.rounds,
+        groups_seen: rep.groups_seen,
+        groups_kept: rep.groups_kept,
+        groups_used: rep.groups_used,
+        surplus_dropped: rep.surplus_dropped,
+        frac_all_correct: rep.frac_all_correct(),
+        frac_all_wrong: rep.frac_all_wrong(),
+        responses_generated: rollout.generated,
+        frac_amplified: adv.stats.amplified as f64 / items.len().max(1) as f64,
+        adv_mean: adv.stats.mean,
+        adv_std: adv.stats.std,
+        adv_min: adv.stats.min,
+        adv_max: adv.stats.max,
+        loss: l.loss / u,
+        pg_loss: l.policy_loss / u,
+        kl_loss: l.kl_loss / u,
+        entropy: l.entropy(),
+        clip_frac_upper: l.clip_frac_upper(),
+        clip_frac_lower: l.clip_frac_lower(),
+        dual_clip_frac: l.dual_clip_frac(),
+        ratio_mean: l.ratio_mean(),
+        ratio_max: l.ratio_max,
+        approx_kl: l.approx_kl(),
+        kl_ref: l.kl(),
+        grad_norm: update.grad_norm_sum / u,
+        response_len_mean: items.iter().map(|r| r.response.len()).sum::<usize>() as f64
+            / items.len().max(1) as f64,
+        response_len_max: items.iter().map(|r| r.response.len()).max().unwrap_or(0),
+        truncation_rate: per_response(rollout.truncated),
+        logprob_mismatch: mismatch.mean,
+        logprob_mismatch_max: mismatch.max,
+        outcomes: rollout
+            .outcomes
+            .as_pairs()
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        updates: update.applied,
+        updates_skipped: update.skipped,
+        ..StepMetrics::default()
     }
 }
 

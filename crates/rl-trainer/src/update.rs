@@ -39,11 +39,13 @@ pub fn counts(seqs: &[TrainSeq<'_>]) -> GlobalCounts {
     )
 }
 
-/// Host-side tensors aligned with `Policy::logprobs` of the concatenated sequences:
-/// width W = max(len) − 1; the log-prob of response token j of a sequence whose prompt has p
-/// tokens sits at position p − 1 + j.
+/// Host-side tensors aligned with `Policy::logprobs` over the response positions: row i holds
+/// sequence i's response tokens j = 0..len(response) at columns j (width W = the longest
+/// response); `starts[i]` = prompt length − 1 is the position whose next-token distribution
+/// predicts response token 0.
 struct Aligned {
     ids: Vec<Vec<u32>>,
+    starts: Vec<usize>,
     width: usize,
     mask: Vec<bool>,
     old: Vec<f32>,
@@ -56,21 +58,25 @@ fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
         .iter()
         .map(|s| [s.prompt, s.response].concat())
         .collect();
-    let width = ids
+    let starts = seqs
         .iter()
-        .map(Vec::len)
+        .map(|s| s.prompt.len().saturating_sub(1))
+        .collect();
+    let width = seqs
+        .iter()
+        .map(|s| s.response.len())
         .max()
         .unwrap_or(1)
-        .saturating_sub(1)
         .max(1);
     let n = seqs.len() * width;
     let (mut mask, mut old, mut reference, mut adv) =
         (vec![false; n], vec![0f32; n], vec![0f32; n], vec![0f32; n]);
     for (i, s) in seqs.iter().enumerate() {
-        let start = s.prompt.len().saturating_sub(1);
         for j in 0..s.response.len() {
-            let k = i * width + start + j;
+            let k = i * width + j;
             mask[k] = s.train;
+            // Lengths are checked by `check_lengths` on the RL path; the supervised path has no
+            // old or reference log-probs and reads neither.
             old[k] = s.old_logp.get(j).copied().unwrap_or(0.0);
             reference[k] = s.ref_logp.and_then(|r| r.get(j).copied()).unwrap_or(0.0);
             adv[k] = s.advantage;
@@ -78,6 +84,7 @@ fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
     }
     Aligned {
         ids,
+        starts,
         width,
         mask,
         old,
@@ -86,14 +93,67 @@ fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
     }
 }
 
+/// Every sequence of an RL mini-batch has a non-empty prompt and one π_old (and, with KL, one
+/// reference) log-prob per response token.
+fn check_lengths(seqs: &[TrainSeq<'_>], with_ref: bool) -> Result<(), TrainerError> {
+    for (i, s) in seqs.iter().enumerate() {
+        let bad = |message: String| {
+            Err(TrainerError::Batch {
+                sequence: i,
+                message,
+            })
+        };
+        if s.prompt.is_empty() {
+            return bad("empty prompt: the first response token has no context".into());
+        }
+        if s.old_logp.len() != s.response.len() {
+            return bad(format!(
+                "{} π_old log-probs for a {}-token response",
+                s.old_logp.len(),
+                s.response.len()
+            ));
+        }
+        if with_ref {
+            match s.ref_logp {
+                Some(r) if r.len() == s.response.len() => {}
+                Some(r) => {
+                    return bad(format!(
+                        "{} reference log-probs for a {}-token response",
+                        r.len(),
+                        s.response.len()
+                    ));
+                }
+                None => return bad("the KL term needs reference log-probs".into()),
+            }
+        }
+    }
+    Ok(())
+}
+
 fn tensor<B: Backend>(v: Vec<f32>, shape: [usize; 2], device: &B::Device) -> Tensor<B, 2> {
     Tensor::from_data(TensorData::new(v, shape), device)
 }
 
+/// What one [`policy_update`] did.
+#[derive(Debug)]
+pub struct UpdateOutcome<P> {
+    /// The policy after the update (unchanged when skipped).
+    pub policy: P,
+    /// Loss terms and diagnostics, merged over the micro-batches.
+    pub metrics: LossMetrics,
+    /// The global gradient norm before clipping (NaN when the loss was not finite and no
+    /// gradient was used).
+    pub grad_norm: f64,
+    /// False when the loss or the gradient norm was not finite: the update was skipped, the
+    /// weights and optimizer moments are untouched.
+    pub applied: bool,
+}
+
 /// One optimizer update over a mini-batch: micro-batches of `micro` sequences are forwarded and
 /// back-propagated one at a time with the mini-batch's global counts, their gradients
-/// accumulated, then clipped and applied. Returns the new policy, merged loss metrics and the
-/// gradient norm.
+/// accumulated, then clipped and applied. A non-finite loss or gradient norm skips the update
+/// (see [`UpdateOutcome::applied`]); a sequence whose old or reference log-probs do not match
+/// its response length is an error.
 pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     policy: P,
     optim: &mut AdamWOptimizer<B, P>,
@@ -102,13 +162,14 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     seqs: &[TrainSeq<'_>],
     micro: usize,
     device: &B::Device,
-) -> Result<(P, LossMetrics, f64), TrainerError> {
+) -> Result<UpdateOutcome<P>, TrainerError> {
     let global = counts(seqs);
     // A KL term with β = 0 needs no reference model (the trainer loads none): drop it.
     let loss_cfg = &LossConfig {
         kl: loss_cfg.kl.filter(|k| k.coef > 0.0),
         ..*loss_cfg
     };
+    check_lengths(seqs, loss_cfg.kl.is_some())?;
     let mut acc = GradientsAccumulator::<P>::new();
     let mut metrics = LossMetrics::default();
     let entropy = if loss_cfg.entropy_coef != 0.0 {
@@ -119,7 +180,7 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     for chunk in seqs.chunks(micro.max(1)) {
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
-        let lp = policy.logprobs(&a.ids, entropy)?;
+        let lp = policy.logprobs(&a.ids, &a.starts, a.width, entropy)?;
         let input = LossInput {
             logp: lp.logprobs,
             old_logp: tensor::<B>(a.old, shape, device),
@@ -134,13 +195,20 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
         acc.accumulate(&policy, grads);
     }
     if !metrics.loss.is_finite() {
-        return Err(TrainerError::Diverged {
-            step: 0,
-            message: format!("non-finite loss {}", metrics.loss),
+        return Ok(UpdateOutcome {
+            policy,
+            metrics,
+            grad_norm: f64::NAN,
+            applied: false,
         });
     }
-    let (policy, norm) = optim.step(lr, policy, acc.grads());
-    Ok((policy, metrics, norm))
+    let step = optim.step(lr, policy, acc.grads());
+    Ok(UpdateOutcome {
+        policy: step.model,
+        metrics,
+        grad_norm: step.grad_norm,
+        applied: step.applied,
+    })
 }
 
 /// One supervised update: token-mean negative log-likelihood of the responses given the prompts
@@ -170,7 +238,7 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
     for chunk in seqs.chunks(micro.max(1)) {
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
-        let lp = policy.logprobs(&a.ids, EntropyMode::None)?;
+        let lp = policy.logprobs(&a.ids, &a.starts, a.width, EntropyMode::None)?;
         let mask: Tensor<B, 2, Bool> = Tensor::from_data(TensorData::new(a.mask, shape), device);
         let loss = aggregate(lp.logprobs.neg(), mask, Aggregation::TokenMean, global);
         total += loss.clone().into_scalar().elem::<f64>();
@@ -185,6 +253,12 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
             message: format!("non-finite supervised loss {total}"),
         });
     }
-    let (policy, _) = optim.step(lr, policy, acc.grads());
-    Ok((policy, total))
+    let step = optim.step(lr, policy, acc.grads());
+    if !step.applied {
+        return Err(TrainerError::Diverged {
+            step: 0,
+            message: format!("non-finite supervised gradient norm {}", step.grad_norm),
+        });
+    }
+    Ok((step.model, total))
 }

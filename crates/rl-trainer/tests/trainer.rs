@@ -478,3 +478,193 @@ fn dapo_on_a_hopeless_model_stops_with_a_clear_error() {
         "{e}"
     );
 }
+
+/// A Qwen3 whose differentiable log-probs are NaN: lp + 0·NaN keeps the autodiff graph but makes
+/// every loss non-finite. It stands for a forward or backward pass that overflows.
+#[derive(burn::module::Module, Clone, Debug)]
+struct InfiniteGradient<Bk: burn::tensor::backend::Backend> {
+    inner: Qwen3<Bk>,
+}
+
+impl rl_trainer::Policy<B> for InfiniteGradient<B> {
+    fn generate(
+        &self,
+        prompts: &[Vec<u32>],
+        config: &rl_models::GenerationConfig,
+    ) -> Result<Vec<rl_models::Generation>, TrainerError> {
+        <Qwen3<B> as rl_trainer::Policy<B>>::generate(&self.inner, prompts, config)
+    }
+    fn logprobs(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+        entropy: rl_models::EntropyMode,
+    ) -> Result<rl_models::TokenLogProbs<B>, TrainerError> {
+        let mut lp = <Qwen3<B> as rl_trainer::Policy<B>>::logprobs(
+            &self.inner,
+            ids,
+            starts,
+            width,
+            entropy,
+        )?;
+        let zero = lp.logprobs.clone() - lp.logprobs.clone().detach();
+        lp.logprobs = lp.logprobs + zero.mul_scalar(f32::NAN);
+        Ok(lp)
+    }
+    fn logprobs_detached(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+    ) -> Result<Vec<Vec<f32>>, TrainerError> {
+        <Qwen3<B> as rl_trainer::Policy<B>>::logprobs_detached(&self.inner, ids, starts, width)
+    }
+    fn save(&self, dir: &Path) -> Result<(), TrainerError> {
+        rl_trainer::Policy::<B>::save(&self.inner, dir)
+    }
+    fn load(dir: &Path, device: &burn::tensor::Device<B>) -> Result<Self, TrainerError> {
+        Ok(Self {
+            inner: <Qwen3<B> as rl_trainer::Policy<B>>::load(dir, device)?,
+        })
+    }
+    fn vocab_size(&self) -> usize {
+        rl_trainer::Policy::<B>::vocab_size(&self.inner)
+    }
+}
+
+fn weights(m: &Qwen3<B>) -> Vec<f32> {
+    m.hf_tensors()
+        .unwrap()
+        .into_iter()
+        .flat_map(|(_, _, data)| data)
+        .collect()
+}
+
+/// Non-finite updates never reach the weights: the update is skipped (weights bit-identical,
+/// counted in `updates_skipped`, metrics finite and writable), and `optim.max_consecutive_skips`
+/// skips in a row stop the run with `Diverged` naming the step.
+#[test]
+fn non_finite_gradients_skip_the_update_then_stop_the_run() {
+    let a = tmp("infinite-grad");
+    let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 3);
+    cfg.optim.mini_batches = 1;
+    cfg.optim.epochs = 1;
+    cfg.optim.max_consecutive_skips = 2;
+    let before = weights(&model);
+    let policy = InfiniteGradient { inner: model };
+    let mut t = Trainer::new(cfg, policy, tok, train, Some(eval), Default::default()).unwrap();
+    t.set_quiet(true);
+    let m = t.step().unwrap();
+    assert_eq!((m.updates, m.updates_skipped), (0, 1));
+    assert!(
+        m.grad_norm.is_finite() && m.loss.is_finite(),
+        "metrics stay writable"
+    );
+    assert_eq!(
+        weights(&t.policy().inner),
+        before,
+        "a skipped update changes nothing"
+    );
+    let e = t.step().unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Diverged { step: 2, message } if message.contains("2 consecutive")),
+        "{e}"
+    );
+    assert_eq!(weights(&t.policy().inner), before);
+}
+
+/// A checkpoint is never written with a NaN or infinite weight; the error names the parameter.
+#[test]
+fn checkpoints_refuse_non_finite_weights() {
+    use burn::module::{ModuleMapper, Param};
+    struct PoisonFirst(bool);
+    impl ModuleMapper<B> for PoisonFirst {
+        fn map_float<const D: usize>(
+            &mut self,
+            param: Param<burn::tensor::Tensor<B, D>>,
+        ) -> Param<burn::tensor::Tensor<B, D>> {
+            if std::mem::replace(&mut self.0, false) {
+                param.map(|t| t.clone().mul_scalar(f32::NAN))
+            } else {
+                param
+            }
+        }
+    }
+    let a = tmp("nan-weights");
+    let (cfg, train, eval, tok, model) = tiny_run("grpo", &a, 1);
+    use burn::module::Module as _;
+    let model = model.map(&mut PoisonFirst(true));
+    let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+    let e = t.save_checkpoint().unwrap_err();
+    assert!(
+        matches!(&e, TrainerError::Checkpoint { message, .. } if message.contains("NaN or infinity in `embed_tokens")),
+        "{e}"
+    );
+    assert!(latest_checkpoint(&a).is_none());
+}
+
+/// REINFORCE (the rloo preset's loss) has no importance ratio: several mini-batches or epochs
+/// would train later updates on stale samples without correction, so `validate` refuses them.
+#[test]
+fn reinforce_with_several_updates_per_batch_is_rejected() {
+    let mut c = TrainConfig::default();
+    c.apply_preset("rloo").unwrap();
+    c.validate().unwrap();
+    for (mb, ep) in [(2, 1), (1, 2)] {
+        c.optim.mini_batches = mb;
+        c.optim.epochs = ep;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("optim.mini_batches/epochs") && e.contains("REINFORCE"),
+            "{e}"
+        );
+    }
+    c.optim.mini_batches = 1;
+    c.optim.epochs = 1;
+    c.optim.max_consecutive_skips = 0;
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("optim.max_consecutive_skips"), "{e}");
+}
+
+/// AdamW skips a gradient with a NaN in it: the weights and moments stay as they were (the next
+/// finite step then moves the weights exactly as a fresh optimizer's first step does).
+#[test]
+fn adamw_skips_a_non_finite_gradient_norm() {
+    use burn::module::{ModuleVisitor, Param};
+    use burn::optim::GradientsParams;
+    use rl_trainer::optim::AdamWOptimizer;
+    struct Grads {
+        grads: GradientsParams,
+        value: f32,
+    }
+    impl ModuleVisitor<B> for Grads {
+        fn visit_float<const D: usize>(&mut self, p: &Param<burn::tensor::Tensor<B, D>>) {
+            let g = p.val().inner().ones_like().mul_scalar(self.value);
+            self.grads.register(p.id, g);
+        }
+    }
+    let grads = |model: &Qwen3<B>, value: f32| {
+        let mut v = Grads {
+            grads: GradientsParams::new(),
+            value,
+        };
+        burn::module::Module::visit(model, &mut v);
+        v.grads
+    };
+    let (_, _, _, _, model) = tiny_run("grpo", &tmp("adamw-nan"), 1);
+    let cfg = TrainConfig::default().optim;
+    let before = weights(&model);
+    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&cfg);
+    let g = grads(&model, f32::NAN);
+    let out = optim.step(1e-3, model.clone(), g);
+    assert!(!out.applied && out.grad_norm.is_nan());
+    assert_eq!(weights(&out.model), before);
+    // Then a finite gradient: identical to a fresh optimizer's first step (moments untouched).
+    let after_skip = optim.step(1e-3, out.model, grads(&model, 0.5));
+    let mut fresh = AdamWOptimizer::<B, Qwen3<B>>::new(&cfg);
+    let reference = fresh.step(1e-3, model.clone(), grads(&model, 0.5));
+    assert!(after_skip.applied && reference.applied);
+    assert_eq!(weights(&after_skip.model), weights(&reference.model));
+    assert_ne!(weights(&reference.model), before);
+}

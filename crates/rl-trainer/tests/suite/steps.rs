@@ -51,9 +51,182 @@ fn trainer_steps_run_and_report_finite_metrics() {
             assert!(m.entropy > 0.0, "{algo}");
             // A random model answers nothing: rewards are equal, advantages zero; only GRPO's
             // KL term to the (moving-away) reference has a gradient.
-            assert!(m.grad_norm >= 0.0 && (algo != "grpo" || m.step == 1 || m.grad_norm > 0.0), "{algo}");
+            assert!(
+                m.grad_norm >= 0.0 && (algo != "grpo" || m.step == 1 || m.grad_norm > 0.0),
+                "{algo}"
+            );
             // Sampler and trainer compute the same log-probs (KV-cache decoding vs full forward).
-            assert!(m.logprob_mismatch < 1e-3, "{algo}: mismatch {}", m.logprob_mismatch);
+            assert!(
+                m.logprob_mismatch < 1e-3,
+                "{algo}: mismatch {}",
+                m.logprob_mismatch
+            );
         }
+    }
+}
+
+/// The update path's alignment: before the first optimizer update of a step, π_θ equals π_old
+/// token by token, so every importance ratio is 1 (up to float rounding between the detached
+/// forward that computes π_old and the autodiff forward), nothing is clipped and the approximate
+/// KL is 0. One mini-batch and one epoch make the step's only update its first. An off-by-one
+/// between the positions where the trainer takes π_old (`response_logprobs`) and where the
+/// update reads π_θ (`update::align`) compares log-probs of different tokens: ratios then range
+/// over orders of magnitude on a random model (|log-prob| ≈ ln 23 ± a few).
+#[test]
+fn first_update_of_a_step_has_ratio_one_and_no_clipping() {
+    for algo in ["da3po", "grpo"] {
+        let tok = ArithmeticTask::tokenizer().unwrap();
+        let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+        let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+        mc.eos_token_id = rl_trainer::end_token_ids(&tok);
+        let model: Qwen3<B> = mc.init_seeded(11, &dev()).unwrap();
+        let mut c = TrainConfig::default();
+        c.apply_preset(algo).unwrap();
+        c.data.template = PromptTemplate::Custom("{problem}=".into());
+        c.data.chat_template = false;
+        c.rollout.group_size = 4;
+        c.rollout.prompts_per_round = 4;
+        c.rollout.max_new_tokens = 6;
+        c.batch.groups_per_step = 4;
+        c.filter = rl_sampler::FilterConfig::None;
+        c.optim.mini_batches = 1;
+        c.optim.epochs = 1;
+        c.optim.micro_batch = 5; // uneven micro-batches: padding differs between chunks
+        let mut t = Trainer::new(c, model, tok, train, None, dev()).unwrap();
+        t.set_quiet(true);
+        let m = t.step().unwrap();
+        assert_eq!(m.updates, 1, "{algo}");
+        assert!(
+            (m.ratio_mean - 1.0).abs() < 1e-5,
+            "{algo}: ratio mean {}",
+            m.ratio_mean
+        );
+        assert!(
+            (m.ratio_max - 1.0).abs() < 1e-5,
+            "{algo}: ratio max {}",
+            m.ratio_max
+        );
+        assert!(
+            m.approx_kl.abs() < 1e-6,
+            "{algo}: approx KL {}",
+            m.approx_kl
+        );
+        assert_eq!(m.clip_frac_upper, 0.0, "{algo}");
+        assert_eq!(m.clip_frac_lower, 0.0, "{algo}");
+        assert_eq!(m.dual_clip_frac, 0.0, "{algo}");
+    }
+}
+
+fn tiny_policy(seed: u64) -> (Qwen3<B>, rl_models::Tokenizer) {
+    let tok = ArithmeticTask::tokenizer().unwrap();
+    let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+    mc.eos_token_id = rl_trainer::end_token_ids(&tok);
+    (mc.init_seeded(seed, &dev()).unwrap(), tok)
+}
+
+/// Sum of the response's log-probs, read from a full-sequence forward independently of the
+/// trainer's alignment: position t of `token_logprobs` predicts token t + 1, so response token
+/// j (at sequence position p + j for a p-token prompt) sits at position p − 1 + j.
+fn response_logprob_sum(model: &Qwen3<B>, prompt: &[u32], response: &[u32]) -> f64 {
+    let ids: Vec<i64> = prompt.iter().chain(response).map(|&t| t as i64).collect();
+    let n = ids.len();
+    let t = burn::tensor::Tensor::<B, 2, burn::tensor::Int>::from_data(
+        burn::tensor::TensorData::new(ids, [1, n]),
+        &dev(),
+    );
+    let lp = model
+        .token_logprobs(t, None, rl_models::EntropyMode::None)
+        .unwrap()
+        .logprobs
+        .into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .unwrap();
+    let p = prompt.len();
+    (0..response.len()).map(|j| lp[p - 1 + j] as f64).sum()
+}
+
+/// One DAPO update on a single response: with advantage +1 its log-probability rises, with −1
+/// it falls. At the first update ratio = 1, so the clipped objective's gradient is −Â·∇log π
+/// per token; AdamW's first step moves each weight by ≈ −lr·sign(g), which changes Σ log π by
+/// ≈ +lr·Â·Σ|∂ log π/∂θ| — the sign of Â (to first order in lr = 1e-4).
+#[test]
+fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
+    use rl_trainer::optim::AdamWOptimizer;
+    use rl_trainer::update::{TrainSeq, policy_update};
+    let (model, tok) = tiny_policy(3);
+    let prompt = tok.encode("47+8=").unwrap();
+    let response = tok.encode("Answer: 55").unwrap();
+    let mut c = TrainConfig::default();
+    c.apply_preset("dapo").unwrap();
+    let ids = vec![[prompt.as_slice(), &response].concat()];
+    let old = <Qwen3<B> as rl_trainer::Policy<B>>::logprobs_detached(
+        &model,
+        &ids,
+        &[prompt.len() - 1],
+        response.len(),
+    )
+    .unwrap()
+    .remove(0);
+    assert_eq!(old.len(), response.len());
+    let before = response_logprob_sum(&model, &prompt, &response);
+    let old_sum: f64 = old.iter().map(|&x| x as f64).sum();
+    assert!((before - old_sum).abs() < 1e-4, "{before} vs {old_sum}");
+    for adv in [1.0f32, -1.0] {
+        let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+        let seq = TrainSeq {
+            prompt: &prompt,
+            response: &response,
+            old_logp: &old,
+            ref_logp: None,
+            advantage: adv,
+            train: true,
+        };
+        let out =
+            policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, &dev()).unwrap();
+        assert!(out.applied);
+        let after = response_logprob_sum(&out.policy, &prompt, &response);
+        assert!(
+            (after - before) * adv as f64 > 0.0,
+            "advantage {adv}: Σ log π {before} → {after}"
+        );
+    }
+}
+
+/// π_old (or reference) log-probs of the wrong length are an error on the RL path, never a
+/// silent zero fill.
+#[test]
+fn old_log_probs_of_the_wrong_length_are_an_error() {
+    use rl_trainer::TrainerError;
+    use rl_trainer::optim::AdamWOptimizer;
+    use rl_trainer::update::{TrainSeq, policy_update};
+    let (model, tok) = tiny_policy(3);
+    let prompt = tok.encode("1+2=").unwrap();
+    let response = tok.encode("Answer: 3").unwrap();
+    let mut c = TrainConfig::default();
+    c.apply_preset("grpo").unwrap();
+    let short = vec![-1.0f32; response.len() - 1];
+    let full = vec![-1.0f32; response.len()];
+    let cases = [
+        (&short[..], Some(&full[..]), "π_old"),
+        (&full[..], Some(&short[..]), "reference"),
+    ];
+    for (old, reference, what) in cases {
+        let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+        let seq = TrainSeq {
+            prompt: &prompt,
+            response: &response,
+            old_logp: old,
+            ref_logp: reference,
+            advantage: 1.0,
+            train: true,
+        };
+        let e = policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, &dev())
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, TrainerError::Batch { sequence: 0, message } if message.contains(what)),
+            "{e}"
+        );
     }
 }
