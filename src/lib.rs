@@ -23,6 +23,7 @@ pub use rl_verifier as verifier;
 
 pub mod backend;
 pub mod cli;
+pub mod compare;
 pub mod demo;
 pub mod mixing;
 pub mod plot;

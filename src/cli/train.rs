@@ -170,9 +170,9 @@ fn report(config: &TrainConfig) -> Result<(), TrainerError> {
     }
     let png = out.join("learning_curve.png");
     crate::report::plot_run(&metrics, &config.algorithm, &png).map_err(|e| {
-        TrainerError::Config {
-            field: "plot".into(),
-            message: e.to_string(),
+        TrainerError::Metrics {
+            path: png.display().to_string(),
+            message: format!("drawing the learning curve: {e}"),
         }
     })?;
     println!(

@@ -1,0 +1,485 @@
+//! The GRPO / DAPO / DA3PO comparison of `rlvr compare`: the DA3PO paper's experiment at small
+//! scale. Every algorithm starts from the same warm-started model per seed, trains on the
+//! embedded arithmetic task with an equal budget of generated responses, and is evaluated on the
+//! same held-out prompts. [`run_all`] trains (reusing finished runs whose resolved configuration
+//! is unchanged); [`report`] reads the runs' metrics and builds a markdown section and a plot;
+//! [`write_section`] replaces that section of a document (docs/results.md) between markers.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use burn::tensor::backend::AutodiffBackend;
+use rl_models::Qwen3;
+use rl_trainer::{StepMetrics, TrainConfig, Trainer, TrainerError, read_metrics};
+
+use crate::demo::ArithmeticDemo;
+use crate::plot::{Panel, Series, save_png};
+
+const BEGIN: &str = "<!-- rlvr compare: begin -->";
+const END: &str = "<!-- rlvr compare: end -->";
+/// Marker file written into a run folder when its run has finished: the run's resolved config.
+const COMPLETE: &str = "COMPLETE";
+
+/// What to compare and where the runs live.
+#[derive(Clone, Debug)]
+pub struct CompareSpec {
+    /// Algorithm presets, in report order.
+    pub algorithms: Vec<String>,
+    /// Seeds (each: one warm-start shared by all algorithms).
+    pub seeds: Vec<u64>,
+    /// Budget of generated responses per run; `None`: what GRPO generates in `budget_steps`.
+    pub rollout_budget: Option<usize>,
+    /// Steps of GRPO that define the default budget.
+    pub budget_steps: usize,
+    /// Evaluation interval in steps.
+    pub eval_every: usize,
+    /// Held-out hard-tier avg@k that counts as reached.
+    pub target: f64,
+    /// Folder for the runs and the plot.
+    pub out: PathBuf,
+}
+
+/// The budget of generated responses per run.
+pub fn budget(spec: &CompareSpec, demo: &ArithmeticDemo) -> usize {
+    spec.rollout_budget.unwrap_or(
+        spec.budget_steps * demo.train.batch.groups_per_step * demo.train.rollout.group_size,
+    )
+}
+
+/// The folder of one run.
+pub fn run_dir(spec: &CompareSpec, seed: u64, algo: &str) -> PathBuf {
+    spec.out.join(format!("seed-{seed}")).join(algo)
+}
+
+/// The resolved configuration of one run: the demo's config with `algo`'s preset, the shared
+/// budget of generated responses, and generation rounds sized to the run's observed keep rate
+/// (at most 2N prompts a round), so that dynamic sampling pays for the groups it filters out
+/// but little for kept groups that are dropped because the batch is already full.
+pub fn run_config(
+    spec: &CompareSpec,
+    demo: &ArithmeticDemo,
+    algo: &str,
+    seed: u64,
+) -> Result<TrainConfig, TrainerError> {
+    let mut cfg = demo.train_config(algo, seed, &run_dir(spec, seed, algo))?;
+    cfg.batch.round_sizing = rl_sampler::RoundSizing::Adaptive;
+    cfg.rollout.prompts_per_round = 2 * cfg.batch.groups_per_step;
+    cfg.rollout_budget = budget(spec, demo);
+    cfg.steps = cfg.rollout_budget; // never the binding limit
+    cfg.eval.every = spec.eval_every;
+    cfg.checkpoint.every = 0;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Trains every (seed, algorithm) run of `spec` that has not finished with its current
+/// configuration. `log` receives one line per decision.
+pub fn run_all<B: AutodiffBackend>(
+    spec: &CompareSpec,
+    demo: &ArithmeticDemo,
+    device: &B::Device,
+    log: &mut dyn FnMut(String),
+) -> Result<(), TrainerError> {
+    let data = demo.data()?;
+    let budget = budget(spec, demo);
+    for &seed in &spec.seeds {
+        let ws = spec.out.join(format!("seed-{seed}")).join("warm_start");
+        let model: Qwen3<B> = if ws.join("config.json").exists() {
+            log(format!("seed {seed}: reusing {}", ws.display()));
+            Qwen3::load(&ws, device)?
+        } else {
+            log(format!(
+                "seed {seed}: supervised warm-start ({} updates)",
+                demo.sft.steps
+            ));
+            let m = demo.warm_start::<B>(&data, seed, device, |_, _| {})?;
+            m.save(&ws)?;
+            m
+        };
+        for algo in &spec.algorithms {
+            let cfg = run_config(spec, demo, algo, seed)?;
+            let out = cfg.out_dir.clone();
+            // A run that finished with this exact configuration is kept (an interrupted
+            // comparison resumes run by run); any other run in the folder is redone.
+            let resolved = cfg.to_toml();
+            let marker = out.join(COMPLETE);
+            if std::fs::read_to_string(&marker).is_ok_and(|done| done == resolved) {
+                log(format!(
+                    "seed {seed}: {algo} already complete in {}",
+                    out.display()
+                ));
+                continue;
+            }
+            log(format!(
+                "seed {seed}: {algo} with a budget of {budget} responses"
+            ));
+            let mut t = Trainer::<B, Qwen3<B>>::new(
+                cfg,
+                model.clone(),
+                data.tokenizer.clone(),
+                data.train.clone(),
+                Some(data.eval.clone()),
+                device.clone(),
+            )?;
+            t.run(|_| {})?;
+            std::fs::write(&marker, resolved).map_err(|e| TrainerError::io(&marker, e))?;
+        }
+    }
+    Ok(())
+}
+
+fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = xs.iter().sum::<f64>() / n;
+    let v = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, v.sqrt())
+}
+
+/// "mean ± std" over seeds; a single value is shown alone (no spread to report).
+fn fmt_ms(xs: &[f64]) -> String {
+    let (m, s) = mean_std(xs);
+    match xs.len() {
+        0 => "n/a".into(),
+        1 => format!("{m:.3}"),
+        _ => format!("{m:.3} ± {s:.3}"),
+    }
+}
+
+/// (step, rollouts, eval) of a run's evaluations.
+fn evals(m: &[StepMetrics]) -> Vec<(usize, u64, &rl_trainer::EvalReport)> {
+    let mut rollouts = 0;
+    let mut out = Vec::new();
+    for x in m {
+        rollouts = rollouts.max(x.rollouts_total);
+        if let Some(e) = &x.eval {
+            out.push((x.step, rollouts, e));
+        }
+    }
+    out
+}
+
+/// A generated report: the markdown section (between its markers) and the plot it shows.
+#[derive(Clone, Debug)]
+pub struct CompareReport {
+    /// The markdown section, markers included.
+    pub markdown: String,
+    /// The plot written into `spec.out`.
+    pub plot: PathBuf,
+}
+
+/// Builds the report from the runs' metrics files and writes the plot to `spec.out/compare.png`
+/// (and a copy to `doc_image`, which the markdown then links as `img/<file name>`).
+pub fn report(
+    spec: &CompareSpec,
+    demo: &ArithmeticDemo,
+    doc_image: Option<&Path>,
+) -> Result<CompareReport, TrainerError> {
+    let budget = budget(spec, demo);
+    let tiers: Vec<String> = demo.task.tiers.iter().map(|t| t.name.clone()).collect();
+    // Algorithms in the order given on the command line.
+    let mut runs: Vec<(String, Vec<Vec<StepMetrics>>)> = Vec::new();
+    for algo in &spec.algorithms {
+        let seeds = spec
+            .seeds
+            .iter()
+            .map(|&seed| read_metrics(&run_dir(spec, seed, algo).join("metrics.jsonl")))
+            .collect::<Result<Vec<_>, _>>()?;
+        runs.push((algo.clone(), seeds));
+    }
+    let k = demo.train.eval.k;
+    let mut md = String::new();
+    let _ = writeln!(md, "{BEGIN}");
+    let _ = writeln!(
+        md,
+        "## DA3PO vs DAPO vs GRPO on the embedded arithmetic task\n"
+    );
+    let _ = writeln!(
+        md,
+        "Generated by `rlvr compare --seeds {} --algorithms {}` (equal budget: {budget} generated responses per run; \
+         held-out avg@{k}/pass@{k} on {} prompts per tier; {}). Each seed's runs start from the same \
+         supervised warm-start ({} updates), so differences come from the RL phase alone. Generation rounds are sized to \
+         the run's observed keep rate (`batch.round_sizing = \"adaptive\"`, at most 2N prompts a round), so dynamic \
+         sampling pays for the groups its filter removes, not for kept groups dropped from a full batch. Task: {}.\n",
+        spec.seeds
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        spec.algorithms.join(","),
+        demo.eval_per_tier,
+        match spec.seeds.len() {
+            1 => "one seed, so no spread is shown".to_string(),
+            n => format!("mean ± std over {n} seeds"),
+        },
+        demo.sft.steps,
+        demo.task
+            .tiers
+            .iter()
+            .map(|t| format!(
+                "{} = a{}b with a in {}..={}, b in {}..={}",
+                t.name, t.op, t.a.0, t.a.1, t.b.0, t.b.1
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    // Final accuracy at the budget.
+    let _ = writeln!(md, "### Held-out accuracy at the end of the budget\n");
+    let mut header = String::from("| algorithm | steps | ");
+    for t in &tiers {
+        let _ = write!(header, "{t} avg@{k} | ");
+    }
+    let _ = write!(header, "overall avg@{k} | overall pass@{k} |");
+    let _ = writeln!(md, "{header}");
+    let _ = writeln!(md, "|{}", "---|".repeat(tiers.len() + 4));
+    let start: Vec<&rl_trainer::EvalReport> = runs
+        .first()
+        .map(|(_, v)| {
+            v.iter()
+                .filter_map(|m| evals(m).first().map(|e| e.2))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut row = String::from("| warm-start (step 0) | 0 | ");
+    for t in &tiers {
+        let xs: Vec<f64> = start
+            .iter()
+            .filter_map(|e| e.tiers.get(t).map(|v| v.avg_at_k))
+            .collect();
+        let _ = write!(row, "{} | ", fmt_ms(&xs));
+    }
+    let _ = write!(
+        row,
+        "{} | {} |",
+        fmt_ms(&start.iter().map(|e| e.overall.avg_at_k).collect::<Vec<_>>()),
+        fmt_ms(
+            &start
+                .iter()
+                .map(|e| e.overall.pass_at_k)
+                .collect::<Vec<_>>()
+        )
+    );
+    let _ = writeln!(md, "{row}");
+    for (algo, seeds) in runs.iter() {
+        let last: Vec<(usize, &rl_trainer::EvalReport)> = seeds
+            .iter()
+            .filter_map(|m| evals(m).last().map(|e| (e.0, e.2)))
+            .collect();
+        let steps: Vec<f64> = last.iter().map(|e| e.0 as f64).collect();
+        let mut row = format!("| {algo} | {:.0} | ", mean_std(&steps).0);
+        for t in &tiers {
+            let xs: Vec<f64> = last
+                .iter()
+                .filter_map(|e| e.1.tiers.get(t).map(|v| v.avg_at_k))
+                .collect();
+            let _ = write!(row, "{} | ", fmt_ms(&xs));
+        }
+        let _ = write!(
+            row,
+            "{} | {} |",
+            fmt_ms(
+                &last
+                    .iter()
+                    .map(|e| e.1.overall.avg_at_k)
+                    .collect::<Vec<_>>()
+            ),
+            fmt_ms(
+                &last
+                    .iter()
+                    .map(|e| e.1.overall.pass_at_k)
+                    .collect::<Vec<_>>()
+            )
+        );
+        let _ = writeln!(md, "{row}");
+    }
+    // Fixed step counts.
+    let min_last = runs
+        .iter()
+        .flat_map(|(_, v)| v.iter().filter_map(|m| evals(m).last().map(|e| e.0)))
+        .min()
+        .unwrap_or(0);
+    let _ = writeln!(md, "\n### Hard-tier avg@{k} at fixed step counts\n");
+    let fixed: Vec<usize> = (1..=4)
+        .map(|i| i * spec.eval_every * (min_last / spec.eval_every / 4).max(1))
+        .filter(|&s| s <= min_last)
+        .collect();
+    let _ = writeln!(
+        md,
+        "| algorithm | {} |",
+        fixed
+            .iter()
+            .map(|s| format!("step {s}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    let _ = writeln!(md, "|---|{}", "---|".repeat(fixed.len()));
+    for (algo, seeds) in runs.iter() {
+        let mut row = format!("| {algo} |");
+        for &s in &fixed {
+            let xs: Vec<f64> = seeds
+                .iter()
+                .filter_map(|m| {
+                    evals(m)
+                        .into_iter()
+                        .find(|e| e.0 == s)
+                        .and_then(|e| e.2.tiers.get("hard").map(|v| v.avg_at_k))
+                })
+                .collect();
+            let _ = write!(row, " {} |", fmt_ms(&xs));
+        }
+        let _ = writeln!(md, "{row}");
+    }
+    // Target, rollouts per kept group, amplification, kept pass rates.
+    let _ = writeln!(md, "\n### Cost and dynamics\n");
+    let _ = writeln!(
+        md,
+        "| algorithm | steps to hard avg@{k} ≥ {} | rollouts to target | responses per trained group | generation rounds per step | surplus kept groups dropped per step | frac. amplified | trained mixed groups with p̂ < 0.4 |",
+        spec.target
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    for (algo, seeds) in runs.iter() {
+        let (mut steps, mut rolls, mut reached) = (Vec::new(), Vec::new(), 0);
+        let (mut per_kept, mut rounds, mut amp, mut hard_kept, mut surplus) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for m in seeds {
+            if let Some(e) = evals(m).into_iter().find(|e| {
+                e.2.tiers
+                    .get("hard")
+                    .is_some_and(|v| v.avg_at_k >= spec.target)
+            }) {
+                steps.push(e.0 as f64);
+                rolls.push(e.1 as f64);
+                reached += 1;
+            }
+            let train: Vec<&StepMetrics> = m.iter().filter(|x| x.step > 0).collect();
+            let generated: usize = train.iter().map(|x| x.responses_generated).sum();
+            let used: usize = train.iter().map(|x| x.groups_used).sum();
+            per_kept.push(generated as f64 / used.max(1) as f64);
+            rounds.push(
+                train.iter().map(|x| x.gen_rounds as f64).sum::<f64>() / train.len().max(1) as f64,
+            );
+            amp.push(
+                train.iter().map(|x| x.frac_amplified).sum::<f64>() / train.len().max(1) as f64,
+            );
+            surplus.push(
+                train.iter().map(|x| x.surplus_dropped as f64).sum::<f64>()
+                    / train.len().max(1) as f64,
+            );
+            let hist: [usize; 5] = train.iter().fold([0; 5], |mut h, x| {
+                for (acc, n) in h.iter_mut().zip(x.kept_pass_rate_hist) {
+                    *acc += n;
+                }
+                h
+            });
+            // Mixed groups only (0 < p̂ < 1): without a filter (GRPO) all-wrong groups are
+            // trained too, sit in the p̂ = 0 bin, and carry no gradient.
+            let wrong: usize = train.iter().map(|x| x.kept_all_wrong).sum();
+            let right: usize = train.iter().map(|x| x.kept_all_correct).sum();
+            let mixed = hist.iter().sum::<usize>().saturating_sub(wrong + right);
+            let hard = (hist[0] + hist[1]).saturating_sub(wrong);
+            hard_kept.push(hard as f64 / mixed.max(1) as f64);
+        }
+        let _ = writeln!(
+            md,
+            "| {algo} | {} ({reached}/{} seeds) | {} | {} | {} | {} | {} | {} |",
+            fmt_ms(&steps),
+            seeds.len(),
+            fmt_ms(&rolls),
+            fmt_ms(&per_kept),
+            fmt_ms(&rounds),
+            fmt_ms(&surplus),
+            fmt_ms(&amp),
+            fmt_ms(&hard_kept)
+        );
+    }
+    // Plot: hard and overall avg@k vs rollouts, mean ± std.
+    let mut panels = Vec::new();
+    for (tier, title) in [(Some("hard"), "hard tier"), (None, "overall")] {
+        let mut p = Panel::new(
+            format!("held-out avg@{k}, {title} (mean ± std over seeds)"),
+            "generated responses",
+            "avg@k",
+        );
+        for (algo, seeds) in runs.iter() {
+            let curves: Vec<Vec<(f64, f64)>> = seeds
+                .iter()
+                .map(|m| {
+                    evals(m)
+                        .into_iter()
+                        .map(|e| {
+                            (
+                                e.1 as f64,
+                                tier.map_or(e.2.overall.avg_at_k, |t| {
+                                    e.2.tiers.get(t).map_or(f64::NAN, |v| v.avg_at_k)
+                                }),
+                            )
+                        })
+                        .collect()
+                })
+                .collect();
+            let n = curves.iter().map(Vec::len).min().unwrap_or(0);
+            let mut pts = Vec::new();
+            let mut band = Vec::new();
+            for i in 0..n {
+                let xs: Vec<f64> = curves.iter().map(|c| c[i].0).collect();
+                let ys: Vec<f64> = curves.iter().map(|c| c[i].1).collect();
+                let (mx, _) = mean_std(&xs);
+                let (my, sy) = mean_std(&ys);
+                pts.push((mx, my));
+                band.push((mx, my - sy, my + sy));
+            }
+            p = p.with_series(Series::new(algo.clone(), pts).with_band(band));
+        }
+        panels.push(p);
+    }
+    std::fs::create_dir_all(&spec.out).map_err(|e| TrainerError::io(&spec.out, e))?;
+    let png = spec.out.join("compare.png");
+    save_png(&png, &panels, 2).map_err(|e| TrainerError::Metrics {
+        path: png.display().to_string(),
+        message: format!("drawing the plot: {e}"),
+    })?;
+    if let Some(p) = doc_image {
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| TrainerError::io(dir, e))?;
+        }
+        std::fs::copy(&png, p).map_err(|e| TrainerError::io(p, e))?;
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("compare.png");
+        let _ = writeln!(
+            md,
+            "\n![held-out accuracy vs generated responses](img/{name})\n"
+        );
+    }
+    let _ = writeln!(md, "{END}");
+    Ok(CompareReport {
+        markdown: md,
+        plot: png,
+    })
+}
+
+/// Replaces the text between the markers in `path` (or appends it), keeping the rest.
+pub fn write_section(path: &Path, section: &str) -> Result<(), TrainerError> {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let new = match (old.find(BEGIN), old.find(END)) {
+        (Some(a), Some(b)) if a < b => format!(
+            "{}{}{}",
+            &old[..a],
+            section.trim_end(),
+            &old[b + END.len()..]
+        ),
+        _ if old.is_empty() => format!("# Results\n\n{section}"),
+        _ => format!("{}\n\n{section}", old.trim_end()),
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| TrainerError::io(dir, e))?;
+    }
+    std::fs::write(path, new).map_err(|e| TrainerError::io(path, e))
+}
