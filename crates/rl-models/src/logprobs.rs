@@ -30,12 +30,14 @@ pub enum EntropyMode {
     Differentiable,
 }
 
-/// Output of [`crate::Qwen3::token_logprobs`] / [`logprobs_from_logits`].
+/// Output of [`crate::Qwen3::token_logprobs`] / [`logprobs_from_logits`] (every position) and of
+/// [`crate::Qwen3::token_logprobs_from`] (a window of `width` positions from `starts[b]`).
 #[derive(Clone, Debug)]
 pub struct TokenLogProbs<B: Backend> {
-    /// `logprobs[b, t] = log p(ids[b, t+1] | ids[b, ..=t])`, `[batch, seq-1]`.
+    /// `logprobs[b, t] = log p(ids[b, t+1] | ids[b, ..=t])`, `[batch, seq-1]`; for a window,
+    /// `logprobs[b, j] = log p(ids[b, s_b+j+1] | ids[b, ..=s_b+j])`, `[batch, width]`.
     pub logprobs: Tensor<B, 2>,
-    /// Entropy of the same next-token distribution, `[batch, seq-1]`, when asked for.
+    /// Entropy of the same next-token distribution, same shape, when asked for.
     pub entropy: Option<Tensor<B, 2>>,
 }
 

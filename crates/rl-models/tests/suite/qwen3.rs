@@ -117,6 +117,65 @@ fn padded_batches_equal_unpadded_runs() {
 }
 
 #[test]
+fn windowed_logprobs_match_hf() {
+    // `token_logprobs_from` on HF's padded batches against HF's log-probs and entropies of each
+    // sequence run alone: right padding with windows starting at different columns (1, 2, ..)
+    // and as wide as the last start allows, left padding with the last `width` positions of
+    // every row. Entries whose token or next token is padding are 0.
+    for model in MODELS {
+        let m = load(model);
+        let r = Reference::load(model);
+        for side in ["right", "left"] {
+            let (shape, ids, mask) = mask_from(&r, side);
+            let [b, t] = [shape[0], shape[1]];
+            let lengths = mask.lengths();
+            let (starts, width): (Vec<usize>, usize) = if side == "right" {
+                ((1..=b).collect(), t - 1 - b)
+            } else {
+                let width = lengths.iter().min().unwrap() - 2;
+                (vec![t - 1 - width; b], width)
+            };
+            let out = m
+                .token_logprobs_from(
+                    int_tensor(&ids, [b, t], &dev()),
+                    Some(&mask),
+                    &starts,
+                    width,
+                    EntropyMode::Detached,
+                )
+                .unwrap();
+            assert_eq!(out.logprobs.dims(), [b, width]);
+            let lp = to_vec(out.logprobs);
+            let ent = to_vec(out.entropy.unwrap());
+            let mut compared = 0;
+            for row in 0..b {
+                let (_, alone_lp) = r.f32(&format!("seq{row}.logprobs"));
+                let (_, alone_ent) = r.f32(&format!("seq{row}.entropy"));
+                let offset = if side == "left" { t - lengths[row] } else { 0 };
+                for j in 0..width {
+                    let q = starts[row] + j;
+                    let (got, got_ent) = (lp[row * width + j], ent[row * width + j]);
+                    if mask.is_valid(row, q) && mask.is_valid(row, q + 1) {
+                        let (want, want_ent) = (alone_lp[q - offset], alone_ent[q - offset]);
+                        assert!(
+                            (got - want).abs() <= TOL && (got_ent - want_ent).abs() <= TOL,
+                            "{model} {side} [{row}, {j}]: {got} vs {want}, H {got_ent} vs {want_ent}"
+                        );
+                        compared += 1;
+                    } else {
+                        assert_eq!((got, got_ent), (0.0, 0.0), "{model} {side} [{row}, {j}]");
+                    }
+                }
+            }
+            assert!(
+                compared >= b * 3,
+                "{model} {side}: only {compared} entries compared"
+            );
+        }
+    }
+}
+
+#[test]
 fn kv_cache_decoding_equals_full_forward() {
     for model in MODELS {
         let m = load(model);
@@ -294,8 +353,10 @@ fn hf_grad(
 
 /// Gradients of `Σ valid·log p + 0.1 Σ valid·H` on the right-padded batch repeated `tile` times
 /// (so that batches of more than 256 rows, which take the other GEMM formulation, are covered).
-/// `tile = 0` picks the smallest tiling with more than 256 rows per GEMM.
-fn check_gradients(model: &str, tile: usize) {
+/// `tile = 0` picks the smallest tiling with more than 256 rows per GEMM. `windowed`: the
+/// log-probs come from `token_logprobs_from` with every position in the window (the head's rows
+/// gathered from the hidden states, their gradients scattered back).
+fn check_gradients(model: &str, tile: usize, windowed: bool) {
     let dev = dev();
     let m = Qwen3::<AD>::load(fixtures().join(model), &dev).unwrap();
     let r = Reference::load(model);
@@ -310,13 +371,20 @@ fn check_gradients(model: &str, tile: usize) {
         (0..tile).flat_map(|_| mask.as_slice().iter().copied()).collect(),
     )
     .unwrap();
-    let out = m
-        .token_logprobs(
-            int_tensor::<AD>(&ids, [b, t], &dev),
+    let ids = int_tensor::<AD>(&ids, [b, t], &dev);
+    let out = if windowed {
+        let starts = vec![0; b];
+        m.token_logprobs_from(
+            ids,
             Some(&mask),
+            &starts,
+            t - 1,
             EntropyMode::Differentiable,
         )
-        .unwrap();
+    } else {
+        m.token_logprobs(ids, Some(&mask), EntropyMode::Differentiable)
+    }
+    .unwrap();
     let valid: Vec<f32> = (0..b)
         .flat_map(|row| (0..t - 1).map(move |q| (row, q)))
         .map(|(row, q)| (mask.is_valid(row, q) && mask.is_valid(row, q + 1)) as u8 as f32)
@@ -355,8 +423,9 @@ fn check_gradients(model: &str, tile: usize) {
 #[test]
 fn gradients_match_hf() {
     for model in MODELS {
-        check_gradients(model, 1);
-        check_gradients(model, 0);
+        check_gradients(model, 1, false);
+        check_gradients(model, 0, false);
+        check_gradients(model, 1, true);
     }
 }
 
