@@ -13,10 +13,23 @@ Cases (random weights, f32):
   python3 tools/bench_qwen3.py                 # tiny config
   python3 tools/bench_qwen3.py --config 0.6b   # Qwen3-0.6B shapes (slow: ~30 min on 2 cores)
   python3 tools/bench_qwen3.py --only torch    # one side only
+  python3 tools/bench_qwen3.py --torch-alloc glibc,mimalloc-tuned --rounds 3 --out FILE.jsonl
 
 PyTorch side: `Qwen3ForCausalLM` (transformers 5.x, sdpa attention), torch.set_num_threads(N)
 with N = os.cpu_count() (the Rust side's rayon pool uses every core too), inference under
 torch.inference_mode(), decode with model.generate(do_sample=False, min_new_tokens=N).
+
+Allocators (--torch-alloc, a comma list; each case runs PyTorch once per allocator, then
+rl-models, back to back). The Rust binary always uses mimalloc with purging off and large OS
+pages allowed (`rl_models::allocator::tune_for_tensors`). PyTorch's side runs in a fresh
+subprocess per case and allocator:
+  glibc           glibc malloc, the default
+  mimalloc        Debian's mimalloc (apt-get install libmimalloc2.0) through LD_PRELOAD, defaults
+  mimalloc-tuned  the same, with the Rust side's settings in mimalloc 2.0's option names:
+                  MIMALLOC_ALLOW_DECOMMIT=0 (freed memory stays mapped) and
+                  MIMALLOC_LARGE_OS_PAGES=1
+The worker checks /proc/self/maps that mimalloc is really loaded. Every row written to --out
+holds the measured values unrounded, the allocators, the date and the load average.
 """
 
 import argparse
@@ -26,9 +39,6 @@ import statistics
 import subprocess
 import sys
 import time
-
-import torch
-from transformers import Qwen3Config, Qwen3ForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -65,6 +75,16 @@ CASES = {
 }
 
 
+MIMALLOC = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"
+ALLOCATORS = {
+    "glibc": {},
+    "mimalloc": {"LD_PRELOAD": MIMALLOC},
+    "mimalloc-tuned": {"LD_PRELOAD": MIMALLOC, "MIMALLOC_ALLOW_DECOMMIT": "0",
+                       "MIMALLOC_LARGE_OS_PAGES": "1"},
+}
+RUST_ALLOCATOR = "mimalloc (rl_models::allocator: purge_delay=-1, allow_large_os_pages=1)"
+
+
 def ids(n, vocab, salt):
     """The same pseudo-random ids as the Rust example."""
     return [(i * 7919 + salt * 104729 + 13) % vocab for i in range(n)]
@@ -81,6 +101,7 @@ def timed(repeats, fn):
 
 
 def torch_case(model, cfg, case, batch, seq, new, repeats):
+    import torch
     vocab = cfg.vocab_size
     if case == "forward":
         x = torch.tensor(ids(batch * seq, vocab, 1)).view(batch, seq)
@@ -111,6 +132,44 @@ def torch_case(model, cfg, case, batch, seq, new, repeats):
     raise ValueError(case)
 
 
+def torch_worker(args):
+    """One PyTorch case in this process (started by torch_subprocess); prints one JSON line."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.set_num_threads(os.cpu_count())
+    cfg = Qwen3Config(**CONFIGS[args.config])
+    torch.manual_seed(0)
+    model = Qwen3ForCausalLM(cfg).float()
+    model.config._attn_implementation = "sdpa"
+    model.train(args.case == "train")
+    seq = args.seq
+    secs, tokens = torch_case(model, cfg, args.case, args.batch, seq, args.new, args.repeats)
+    with open("/proc/self/maps") as f:
+        mimalloc_loaded = "libmimalloc" in f.read()
+    print(json.dumps(dict(seconds=secs, tokens=tokens, tokens_per_s=tokens / secs,
+                          torch_version=torch.__version__, mimalloc_loaded=mimalloc_loaded)))
+
+
+def torch_subprocess(config, case, batch, seq, new, repeats, alloc):
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "MIMALLOC_ALLOW_DECOMMIT", "MIMALLOC_LARGE_OS_PAGES"):
+        env.pop(k, None)
+    env.update(ALLOCATORS[alloc])
+    if "LD_PRELOAD" in env and not os.path.exists(env["LD_PRELOAD"]):
+        sys.exit(f"{env['LD_PRELOAD']} missing: apt-get install libmimalloc2.0")
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "torch", "--config", config,
+           "--case", case, "--batch", str(batch), "--seq", str(seq), "--new", str(new),
+           "--repeats", str(repeats)]
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.exit(f"PyTorch worker failed ({alloc}):\n{res.stderr}")
+    r = json.loads(res.stdout.strip().splitlines()[-1])
+    if r["mimalloc_loaded"] != ("LD_PRELOAD" in ALLOCATORS[alloc]):
+        sys.exit(f"allocator {alloc}: mimalloc loaded = {r['mimalloc_loaded']}")
+    return r
+
+
 def rust_case(config, case, batch, seq, new, repeats, rust_bin=None):
     if rust_bin:
         cmd = [rust_bin]
@@ -135,48 +194,71 @@ def main():
     ap.add_argument("--case", help="run only this case (forward, train, decode)")
     ap.add_argument("--batch", type=int, help="run only this batch size")
     ap.add_argument("--new", type=int, help="decode: run only this number of new tokens")
-    ap.add_argument("--out", help="JSON lines file for the results")
+    ap.add_argument("--out", help="JSON lines file the results are appended to")
     ap.add_argument("--rust-bin", help="prebuilt qwen3_bench binary (default: cargo run --release)")
+    ap.add_argument("--torch-alloc", default="glibc",
+                    help="comma list of PyTorch allocators: " + ", ".join(ALLOCATORS))
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the whole set of cases")
+    ap.add_argument("--note", help="free text stored in every row (e.g. the machine's state)")
+    # internal: one PyTorch case in a subprocess
+    ap.add_argument("--worker", choices=["torch"], help=argparse.SUPPRESS)
+    ap.add_argument("--seq", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--repeats", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        return torch_worker(args)
 
+    allocs = [a for a in args.torch_alloc.split(",") if a]
+    for a in allocs:
+        if a not in ALLOCATORS:
+            ap.error(f"unknown allocator {a}")
     threads = os.cpu_count()
-    torch.set_num_threads(threads)
-    cfg = Qwen3Config(**CONFIGS[args.config])
-    model = None
-    if args.only != "rust":
-        torch.manual_seed(0)
-        model = Qwen3ForCausalLM(cfg).float()
-        model.config._attn_implementation = "sdpa"
-
+    date = time.strftime("%Y-%m-%d", time.gmtime())
+    print(f"# Qwen3 {args.config}: rl-models (burn flex) vs PyTorch + transformers; "
+          f"{threads} threads; PyTorch allocators: {', '.join(allocs)}")
+    print("| round | case | batch | tokens | rl-models tok/s | PyTorch allocator | PyTorch tok/s "
+          "| ratio | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|")
     rows = []
-    print(f"# Qwen3 {args.config}: rl-models (burn flex) vs PyTorch {torch.__version__} "
-          f"+ transformers; {threads} threads")
-    print("| case | batch | tokens | rl-models tok/s | PyTorch tok/s | ratio |")
-    print("|---|---|---|---|---|---|")
-    for case, batch, seq, new, repeats in CASES[args.config]:
-        if args.case and case != args.case:
-            continue
-        if args.batch and batch != args.batch:
-            continue
-        if args.new and case == "decode" and new != args.new:
-            continue
-        r_tps = t_tps = None
-        if args.only != "rust":
-            model.train(case == "train")
-            secs, tokens = torch_case(model, cfg, case, batch, seq, new, repeats)
-            t_tps = tokens / secs
-        if args.only != "torch":
-            _, r_tps = rust_case(args.config, case, batch, seq, new, repeats, args.rust_bin)
-        shape = f"{seq}+{new}" if case == "decode" else f"{seq}"
-        ratio = f"{r_tps / t_tps:.2f}x" if (r_tps and t_tps) else "-"
-        fmt = lambda x: f"{x:,.1f}" if x is not None else "-"
-        print(f"| {case} | {batch} | {shape} | {fmt(r_tps)} | {fmt(t_tps)} | {ratio} |", flush=True)
-        rows.append(dict(config=args.config, case=case, batch=batch, seq=seq, new_tokens=new,
-                         rust_tokens_per_s=r_tps, torch_tokens_per_s=t_tps, threads=threads))
-    if args.out:
-        with open(args.out, "a") as f:
-            for r in rows:
-                f.write(json.dumps(r) + "\n")
+    pair = 0
+    for rnd in range(1, args.rounds + 1):
+        for case, batch, seq, new, repeats in CASES[args.config]:
+            if args.case and case != args.case:
+                continue
+            if args.batch and batch != args.batch:
+                continue
+            if args.new and case == "decode" and new != args.new:
+                continue
+            pair += 1
+            load_before = os.getloadavg()[0]
+            torch_res = {}
+            if args.only != "rust":
+                for a in allocs:
+                    torch_res[a] = torch_subprocess(args.config, case, batch, seq, new, repeats, a)
+            r_tps = None
+            if args.only != "torch":
+                _, r_tps = rust_case(args.config, case, batch, seq, new, repeats, args.rust_bin)
+            load_after = os.getloadavg()[0]
+            shape = f"{seq}+{new}" if case == "decode" else f"{seq}"
+            for a in (allocs if args.only != "rust" else [None]):
+                t = torch_res.get(a)
+                t_tps = t["tokens_per_s"] if t else None
+                ratio = f"{r_tps / t_tps:.2f}x" if (r_tps and t_tps) else "-"
+                fmt = lambda x: f"{x:,.1f}" if x is not None else "-"
+                print(f"| {rnd} | {case} | {batch} | {shape} | {fmt(r_tps)} | {a or '-'} | "
+                      f"{fmt(t_tps)} | {ratio} | {load_before:.2f}/{load_after:.2f} |", flush=True)
+                row = dict(config=args.config, case=case, batch=batch, seq=seq, new_tokens=new,
+                           rust_tokens_per_s=r_tps, torch_tokens_per_s=t_tps, threads=threads,
+                           date=date, rust_allocator=RUST_ALLOCATOR if r_tps else None,
+                           torch_allocator=a, torch_env=ALLOCATORS[a] if a else None,
+                           torch_version=t["torch_version"] if t else None,
+                           round=rnd, pair=pair, loadavg_1min=[load_before, load_after])
+                if args.note:
+                    row["note"] = args.note
+                rows.append(row)
+                if args.out:  # appended as measured, nothing rounded
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":
