@@ -6,7 +6,7 @@
 //! decision (0 < #correct < G). A bad line is reported on stderr with its line number and
 //! field, nothing is written for it, the run continues, and the exit code is 2.
 
-use rl_advantage::{AdvantageEstimator, EstimatorConfig, GroupId, StdMode};
+use rl_advantage::{AdvantageEstimator, EstimatorConfig, GroupId, NegativeAdvantage, StdMode};
 use rl_sampler::{FilterConfig, GroupFilter};
 use serde_json::{Value, json};
 
@@ -24,6 +24,10 @@ pub struct AdvantagesArgs {
     /// DA3PO difficulty threshold tau (da3po only; default 0.5).
     #[arg(long)]
     pub tau: Option<f64>,
+    /// DA3PO: what DAA does to a correct response whose advantage is negative (shaped rewards
+    /// only): keep (default) or amplify (da3po only).
+    #[arg(long)]
+    pub negative_advantage: Option<String>,
     /// Std of the z-score: sample (Bessel, default) or population (grpo, dapo, da3po).
     #[arg(long)]
     pub std: Option<String>,
@@ -40,6 +44,9 @@ fn build(args: &AdvantagesArgs) -> Result<EstimatorConfig, rl_advantage::Advanta
             _ => (f64::NAN, f64::NAN),
         };
         cfg = cfg.with_daa(args.lambda.unwrap_or(l), args.tau.unwrap_or(t))?;
+    }
+    if let Some(rule) = &args.negative_advantage {
+        cfg = cfg.with_negative_advantage(NegativeAdvantage::from_name(rule)?)?;
     }
     // Validate λ, τ, ε now (group size 2 is the smallest legal one).
     cfg.build(2)?;
@@ -150,6 +157,43 @@ mod tests {
             lambda: None,
             tau: None,
             std: None,
+            negative_advantage: None,
+        }
+    }
+
+    /// 1/0 rewards, G = 8: response 0 is correct (reward 1), response 1 is correct but fully
+    /// length-penalised (reward 0), six are wrong (reward 0). p̂ = 2/8 < 0.5. Mean 1/8; deviations
+    /// 7/8 and −1/8; Σ dev² = 49/64 + 7·1/64 = 7/8; sample std = √((7/8)/7) = √(1/8) = 0.3535534,
+    /// plus ε = 1e-6: 0.3535544. Â_0 = 0.875/0.3535544 = 2.474867 → λ·Â_0 = 4.949733;
+    /// Â_1 = −0.125/0.3535544 = −0.353552, kept by default and doubled to −0.707105 with
+    /// `--negative-advantage amplify`.
+    #[test]
+    fn negative_advantage_of_a_correct_response_is_kept_unless_asked() {
+        let input = r#"{"group": "q5", "rewards": [1,0,0,0,0,0,0,0], "correct": [true,true,false,false,false,false,false,false]}
+"#;
+        for (rule, expect_1) in [
+            (None, -0.353552),
+            (Some("keep"), -0.353552),
+            (Some("amplify"), -0.707105),
+        ] {
+            let mut a = args("da3po");
+            a.negative_advantage = rule.map(String::from);
+            let (code, out, err) = run_str(a, input);
+            assert_eq!(code, EXIT_OK, "{err}");
+            let v: Value = serde_json::from_str(out.trim()).unwrap();
+            let adv = &v["advantages"];
+            assert!(
+                (adv[0].as_f64().unwrap() - 4.949733).abs() < 1e-5,
+                "{rule:?}: {adv}"
+            );
+            assert!(
+                (adv[1].as_f64().unwrap() - expect_1).abs() < 1e-5,
+                "{rule:?}: {adv}"
+            );
+            assert!(
+                (adv[7].as_f64().unwrap() + 0.353552).abs() < 1e-5,
+                "{rule:?}: {adv}"
+            );
         }
     }
 
@@ -220,5 +264,18 @@ mod tests {
         a.tau = Some(0.0);
         let (_, _, err) = run_str(a, "");
         assert!(err.contains("`tau`"), "{err}");
+        let mut a = args("da3po");
+        a.negative_advantage = Some("yes".into());
+        let (code, _, err) = run_str(a, "");
+        assert_eq!(code, EXIT_BAD_INPUT);
+        assert!(
+            err.contains("`negative_advantage`") && err.contains("keep, amplify"),
+            "{err}"
+        );
+        let mut a = args("dapo");
+        a.negative_advantage = Some("amplify".into());
+        let (code, _, err) = run_str(a, "");
+        assert_eq!(code, EXIT_BAD_INPUT);
+        assert!(err.contains("da3po only"), "{err}");
     }
 }
