@@ -56,12 +56,14 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
     fn vocab_size(&self) -> usize;
 }
 
-/// Right-pads `ids` with 0 into an `[n, max_len]` tensor plus the attention mask.
+/// Right-pads `ids` with 0 into an `[n, L]` tensor plus the attention mask, with L the longest
+/// sequence or `min_len`, whichever is larger.
 pub fn right_pad<B: Backend>(
     ids: &[Vec<u32>],
+    min_len: usize,
     device: &B::Device,
 ) -> Result<(Tensor<B, 2, Int>, AttentionMask), TrainerError> {
-    let max_len = ids.iter().map(Vec::len).max().unwrap_or(0);
+    let max_len = ids.iter().map(Vec::len).max().unwrap_or(0).max(min_len);
     let mut flat = Vec::with_capacity(ids.len() * max_len);
     for s in ids {
         flat.extend(s.iter().map(|&t| t as i64));
@@ -71,47 +73,6 @@ pub fn right_pad<B: Backend>(
     let mask = AttentionMask::right_padded(&lengths, max_len)?;
     let t = Tensor::from_data(TensorData::new(flat, [ids.len(), max_len]), device);
     Ok((t, mask))
-}
-
-/// Host rows of a `[n, width]` log-prob tensor: row b keeps its first
-/// min(width, len_b − 1 − starts[b]) values.
-fn split_rows(
-    t: Tensor<impl Backend, 2>,
-    ids: &[Vec<u32>],
-    starts: &[usize],
-) -> Result<Vec<Vec<f32>>, TrainerError> {
-    let [n, w] = t.dims();
-    let flat: Vec<f32> =
-        t.into_data()
-            .convert::<f32>()
-            .into_vec()
-            .map_err(|e| TrainerError::Generator {
-                message: format!("unreadable log-probs: {e:?}"),
-            })?;
-    Ok((0..n)
-        .map(|i| {
-            let valid = ids[i].len().saturating_sub(1 + starts[i]).min(w);
-            flat[i * w..i * w + valid].to_vec()
-        })
-        .collect())
-}
-
-// TEMPORARY until rl-models has the response-only head.
-fn shim_gather<Bk: Backend>(
-    lp: TokenLogProbs<Bk>,
-    starts: &[usize],
-    width: usize,
-) -> TokenLogProbs<Bk> {
-    let [n, l] = lp.logprobs.dims();
-    let dev = lp.logprobs.device();
-    let idx: Vec<i64> = (0..n)
-        .flat_map(|b| (0..width).map(move |j| (starts[b] + j).min(l - 1) as i64))
-        .collect();
-    let idx = Tensor::<Bk, 2, Int>::from_data(TensorData::new(idx, [n, width]), &dev);
-    TokenLogProbs {
-        logprobs: lp.logprobs.gather(1, idx.clone()),
-        entropy: lp.entropy.map(|e| e.gather(1, idx)),
-    }
 }
 
 impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
@@ -130,9 +91,16 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
         width: usize,
         entropy: EntropyMode,
     ) -> Result<TokenLogProbs<B>, TrainerError> {
-        let (t, mask) = right_pad::<B>(ids, &self.device())?;
-        let lp = self.token_logprobs(t, Some(&mask), entropy)?;
-        Ok(shim_gather(lp, starts, width))
+        // Every row's window must fit: a row with a long prompt and a short response still gets
+        // `width` columns (past its end, masked), as in `token_logprobs_from_host`.
+        let need = ids
+            .iter()
+            .zip(starts)
+            .map(|(q, &s)| q.len().max(s + width + 1))
+            .max()
+            .unwrap_or(0);
+        let (t, mask) = right_pad::<B>(ids, need, &self.device())?;
+        Ok(self.token_logprobs_from(t, Some(&mask), starts, width, entropy)?)
     }
 
     fn logprobs_detached(
@@ -141,11 +109,11 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
         starts: &[usize],
         width: usize,
     ) -> Result<Vec<Vec<f32>>, TrainerError> {
-        let model = self.valid();
-        let (t, mask) = right_pad::<B::InnerBackend>(ids, &model.device())?;
-        let lp = model.token_logprobs(t, Some(&mask), EntropyMode::None)?;
-        let lp = shim_gather(lp, starts, width);
-        split_rows(lp.logprobs, ids, starts)
+        let mut rows = self.valid().token_logprobs_from_host(ids, starts)?;
+        for r in &mut rows {
+            r.truncate(width);
+        }
+        Ok(rows)
     }
 
     fn save(&self, dir: &Path) -> Result<(), TrainerError> {
