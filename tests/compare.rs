@@ -83,8 +83,7 @@ fn the_report_counts_mixed_groups_and_shows_no_spread_for_one_seed() {
     assert!(!md.contains('±'), "{md}");
     let row = |algo: &str| {
         md.lines()
-            .filter(|l| l.starts_with(&format!("| {algo} |")))
-            .next_back()
+            .rfind(|l| l.starts_with(&format!("| {algo} |")))
             .unwrap()
             .to_string()
     };

@@ -438,14 +438,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     pub fn behaviour_logprobs(
         &self,
         items: &[&Rollout],
-    ) -> Result<(Vec<Vec<f32>>, Option<Vec<Vec<f32>>>), TrainerError> {
+    ) -> Result<BehaviourLogprobs, TrainerError> {
         let micro = self.config.optim.micro_batch;
         let old = response_logprobs(self.policy(), items, micro)?;
         let reference = match &self.reference {
             Some(rp) => Some(response_logprobs(rp, items, micro)?),
             None => None,
         };
-        Ok((old, reference))
+        Ok(BehaviourLogprobs { old, reference })
     }
 
     /// μ epochs × `optim.mini_batches` optimizer updates over mini-batches of whole groups.
@@ -542,7 +542,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 
         let t1 = Instant::now();
         let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
-        let (old, reference) = self.behaviour_logprobs(&items)?;
+        let BehaviourLogprobs { old, reference } = self.behaviour_logprobs(&items)?;
         let mismatch = LogprobMismatch::measure(&items, &old);
         let time_logprobs = t1.elapsed().as_secs_f64();
 
@@ -769,6 +769,16 @@ impl RolloutStats {
             }
         }
     }
+}
+
+/// Per-token log-probs of every rollout's response under the policy before the step's updates
+/// (π_old) and, with KL, under the reference policy.
+#[derive(Clone, Debug, Default)]
+pub struct BehaviourLogprobs {
+    /// π_old, one vector per rollout.
+    pub old: Vec<Vec<f32>>,
+    /// π_ref, one vector per rollout (KL only).
+    pub reference: Option<Vec<Vec<f32>>>,
 }
 
 /// What a step's updates did.
