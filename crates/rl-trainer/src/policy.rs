@@ -7,9 +7,8 @@
 use std::path::Path;
 
 use burn::module::AutodiffModule;
-use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{AttentionMask, EntropyMode, Generation, GenerationConfig, Qwen3, TokenLogProbs};
+use rl_models::{EntropyMode, Generation, GenerationConfig, Qwen3, TokenLogProbs};
 
 use crate::TrainerError;
 
@@ -56,25 +55,6 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
     fn vocab_size(&self) -> usize;
 }
 
-/// Right-pads `ids` with 0 into an `[n, L]` tensor plus the attention mask, with L the longest
-/// sequence or `min_len`, whichever is larger.
-pub fn right_pad<B: Backend>(
-    ids: &[Vec<u32>],
-    min_len: usize,
-    device: &B::Device,
-) -> Result<(Tensor<B, 2, Int>, AttentionMask), TrainerError> {
-    let max_len = ids.iter().map(Vec::len).max().unwrap_or(0).max(min_len);
-    let mut flat = Vec::with_capacity(ids.len() * max_len);
-    for s in ids {
-        flat.extend(s.iter().map(|&t| t as i64));
-        flat.extend(std::iter::repeat_n(0i64, max_len - s.len()));
-    }
-    let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
-    let mask = AttentionMask::right_padded(&lengths, max_len)?;
-    let t = Tensor::from_data(TensorData::new(flat, [ids.len(), max_len]), device);
-    Ok((t, mask))
-}
-
 impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
     fn generate(
         &self,
@@ -91,15 +71,8 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
         width: usize,
         entropy: EntropyMode,
     ) -> Result<TokenLogProbs<B>, TrainerError> {
-        // Every row's window must fit: a row with a long prompt and a short response still gets
-        // `width` columns (past its end, masked), as in `token_logprobs_from_host`.
-        let need = ids
-            .iter()
-            .zip(starts)
-            .map(|(q, &s)| q.len().max(s + width + 1))
-            .max()
-            .unwrap_or(0);
-        let (t, mask) = right_pad::<B>(ids, need, &self.device())?;
+        // The same padding as `token_logprobs_from_host`, so that π_θ and π_old see one batch.
+        let (t, mask) = self.window_batch(ids, starts, width)?;
         Ok(self.token_logprobs_from(t, Some(&mask), starts, width, entropy)?)
     }
 

@@ -189,6 +189,34 @@ impl<B: Backend> Qwen3<B> {
         Ok(zero_padding(lp, ent, b, width, mask, |row| starts[row]))
     }
 
+    /// Host sequences right-padded (token 0, masked) into one `[batch, L]` batch for
+    /// [`Self::token_logprobs_from`] with these `starts` and `width`: L is long enough for every
+    /// row's tokens and every row's window (a row with a long prompt and a short response still
+    /// gets `width` columns, past its end).
+    pub fn window_batch(
+        &self,
+        seqs: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+    ) -> Result<(Tensor<B, 2, Int>, AttentionMask), ModelError> {
+        let l = seqs
+            .iter()
+            .zip(starts)
+            .map(|(q, &s)| q.len().max(s.saturating_add(width).saturating_add(1)))
+            .max()
+            .unwrap_or(0);
+        let b = seqs.len();
+        let mut flat = Vec::with_capacity(b * l);
+        for seq in seqs {
+            flat.extend(seq.iter().map(|&t| i64::from(t)));
+            flat.extend(std::iter::repeat_n(0i64, l - seq.len()));
+        }
+        let lengths: Vec<usize> = seqs.iter().map(Vec::len).collect();
+        let mask = AttentionMask::right_padded(&lengths, l)?;
+        let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(flat, [b, l]), &self.device());
+        Ok((ids, mask))
+    }
+
     /// [`Self::token_logprobs_from`] for sequences given on the host, without entropy, read back:
     /// for sequence `seqs[i]` of `len_i` tokens, `log p(seqs[i][t+1] | seqs[i][..=t])` for `t` in
     /// `starts[i] .. len_i − 1` (`len_i − 1 − starts[i]` values, none when `starts[i] = len_i − 1`).
@@ -228,23 +256,7 @@ impl<B: Backend> Qwen3<B> {
         if width == 0 {
             return Ok(vec![Vec::new(); seqs.len()]);
         }
-        // Long enough for every row's tokens and every row's window (a row with a long prompt and
-        // a short response still gets `width` columns, past its end).
-        let l = seqs
-            .iter()
-            .zip(starts)
-            .map(|(q, &s)| q.len().max(s + width + 1))
-            .max()
-            .unwrap_or(0);
-        let b = seqs.len();
-        let mut flat = Vec::with_capacity(b * l);
-        for seq in seqs {
-            flat.extend(seq.iter().map(|&t| i64::from(t)));
-            flat.extend(std::iter::repeat_n(0i64, l - seq.len()));
-        }
-        let lengths: Vec<usize> = seqs.iter().map(Vec::len).collect();
-        let mask = AttentionMask::right_padded(&lengths, l)?;
-        let ids = Tensor::<B, 2, Int>::from_data(TensorData::new(flat, [b, l]), &self.device());
+        let (ids, mask) = self.window_batch(seqs, starts, width)?;
         let out = self.token_logprobs_from(ids, Some(&mask), starts, width, EntropyMode::None)?;
         let values: Vec<f32> = out
             .logprobs

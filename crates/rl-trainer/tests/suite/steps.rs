@@ -5,12 +5,18 @@ use rl_trainer::config::PromptTemplate;
 use rl_trainer::tasks::ArithmeticTask;
 use rl_trainer::{StepMetrics, TrainConfig, Trainer};
 
-fn run_steps(algo: &str, steps: usize) -> Vec<StepMetrics> {
+/// A trainer on the arithmetic task with a random tiny Qwen3 (seed `seed`): groups of 4, 3
+/// prompts and 3 groups per step, no filter, `algo`'s preset, then `adjust`.
+fn tiny_trainer(
+    algo: &str,
+    seed: u64,
+    adjust: impl FnOnce(&mut TrainConfig),
+) -> Trainer<B, Qwen3<B>> {
     let tok = ArithmeticTask::tokenizer().unwrap();
     let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
     let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
     mc.eos_token_id = rl_trainer::end_token_ids(&tok);
-    let model: Qwen3<B> = mc.init_seeded(5, &dev()).unwrap();
+    let model: Qwen3<B> = mc.init_seeded(seed, &dev()).unwrap();
     let mut c = TrainConfig::default();
     c.apply_preset(algo).unwrap();
     c.data.template = PromptTemplate::Custom("{problem}=".into());
@@ -23,8 +29,14 @@ fn run_steps(algo: &str, steps: usize) -> Vec<StepMetrics> {
     c.optim.lr = 1e-3;
     c.optim.micro_batch = 5;
     c.optim.mini_batches = 3;
+    adjust(&mut c);
     let mut t = Trainer::new(c, model, tok, train, None, dev()).unwrap();
     t.set_quiet(true);
+    t
+}
+
+fn run_steps(algo: &str, steps: usize) -> Vec<StepMetrics> {
+    let mut t = tiny_trainer(algo, 5, |_| {});
     (0..steps).map(|_| t.step().unwrap()).collect()
 }
 
@@ -75,25 +87,13 @@ fn trainer_steps_run_and_report_finite_metrics() {
 #[test]
 fn first_update_of_a_step_has_ratio_one_and_no_clipping() {
     for algo in ["da3po", "grpo"] {
-        let tok = ArithmeticTask::tokenizer().unwrap();
-        let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
-        let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
-        mc.eos_token_id = rl_trainer::end_token_ids(&tok);
-        let model: Qwen3<B> = mc.init_seeded(11, &dev()).unwrap();
-        let mut c = TrainConfig::default();
-        c.apply_preset(algo).unwrap();
-        c.data.template = PromptTemplate::Custom("{problem}=".into());
-        c.data.chat_template = false;
-        c.rollout.group_size = 4;
-        c.rollout.prompts_per_round = 4;
-        c.rollout.max_new_tokens = 6;
-        c.batch.groups_per_step = 4;
-        c.filter = rl_sampler::FilterConfig::None;
-        c.optim.mini_batches = 1;
-        c.optim.epochs = 1;
-        c.optim.micro_batch = 5; // uneven micro-batches: padding differs between chunks
-        let mut t = Trainer::new(c, model, tok, train, None, dev()).unwrap();
-        t.set_quiet(true);
+        let mut t = tiny_trainer(algo, 11, |c| {
+            c.rollout.prompts_per_round = 4;
+            c.batch.groups_per_step = 4;
+            c.optim.mini_batches = 1;
+            c.optim.epochs = 1;
+            // 16 sequences in micro-batches of 5: uneven chunks, padding differs between them.
+        });
         let m = t.step().unwrap();
         assert_eq!(m.updates, 1, "{algo}");
         assert!(
