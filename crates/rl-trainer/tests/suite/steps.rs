@@ -78,14 +78,14 @@ fn trainer_steps_run_and_report_finite_metrics() {
 }
 
 /// The update path's alignment: before the first optimizer update of a step, π_θ equals π_old
-/// token by token, so every importance ratio is 1 (up to float rounding between the detached
-/// forward that computes π_old and the autodiff forward: 1e-4 leaves room for GPU kernels that
-/// differ between the two, as `trainer_steps_run_and_report_finite_metrics` allows 1e-3 between
-/// sampler and trainer), nothing is clipped
-/// and the approximate KL is 0. One mini-batch and one epoch make the step's only update its first. An off-by-one
-/// between the positions where the trainer takes π_old (`response_logprobs`) and where the
-/// update reads π_θ (`update::align`) compares log-probs of different tokens: ratios then range
-/// over orders of magnitude on a random model (|log-prob| ≈ ln 23 ± a few).
+/// token by token, so every importance ratio is 1 up to float rounding between the detached
+/// forward that computes π_old and the autodiff forward (1e-4 leaves room for GPU kernels that
+/// differ between the two; `trainer_steps_run_and_report_finite_metrics` allows 1e-3 between
+/// sampler and trainer), nothing is clipped and the approximate KL is 0. One mini-batch and one
+/// epoch make the step's only update its first. An off-by-one between the positions where the
+/// trainer takes π_old (`response_logprobs`) and where the update reads π_θ (`update::align`)
+/// compares log-probs of different tokens: ratios then range over orders of magnitude on a
+/// random model (|log-prob| ≈ ln 23 ± a few).
 #[test]
 fn first_update_of_a_step_has_ratio_one_and_no_clipping() {
     for algo in ["da3po", "grpo"] {
