@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::LossError;
+use crate::{IsCorrection, LossError};
 
 /// Registered policy-loss names.
 pub const POLICY_LOSS_NAMES: [&str; 4] = ["ppo", "gspo", "gspo_token", "reinforce"];
@@ -254,6 +254,9 @@ pub struct LossConfig {
     /// Entropy bonus coefficient (subtracted from the loss); default 0.
     #[serde(default)]
     pub entropy_coef: f64,
+    /// Importance-sampling correction for the rollout engine's log-probs (default `auto`).
+    #[serde(default)]
+    pub is_correction: IsCorrection,
 }
 
 impl LossConfig {
@@ -281,6 +284,7 @@ impl LossConfig {
                 expected: "a finite number >= 0",
             });
         }
+        self.is_correction.validate()?;
         if !self.entropy_coef.is_finite() {
             return Err(LossError::InvalidConfig {
                 field: "entropy_coef",

@@ -37,10 +37,17 @@
 //! The total loss is pg + β·KL − c_ent·entropy, each aggregated the same way (entropy bonus 0 by
 //! default). Every call returns [`LossMetrics`] as masked sums with counts, mergeable across
 //! micro-batches.
+//!
+//! ## Importance-sampling correction ([`IsCorrection`])
+//!
+//! For rollouts from an engine whose log-probs π_rollout differ from π_old: truncated token
+//! weights min(π_old/π_rollout, C), token masks and geometric-mean sequence masks, computed on
+//! the host ([`sequence_weights`]) and applied to the per-token loss before aggregation.
 
 mod aggregate;
 mod config;
 mod error;
+mod is_correction;
 mod kl;
 mod loss;
 mod metrics;
@@ -51,6 +58,9 @@ pub use config::{
     PolicyLoss,
 };
 pub use error::LossError;
+pub use is_correction::{
+    IS_CORRECTION_NAMES, IsCorrection, IsStats, SequenceWeights, sequence_weights,
+};
 pub use kl::kl_per_token;
 pub use loss::{
     LossInput, LossOutput, PerToken, compute_loss, mask_from_lengths, per_token_policy_loss,

@@ -24,6 +24,9 @@ pub struct LossInput<B: Backend> {
     pub ref_logp: Option<Tensor<B, 2>>,
     /// Per-token entropy of the current policy (needed with an entropy bonus; used for metrics).
     pub entropy: Option<Tensor<B, 2>>,
+    /// Importance-sampling weights on the per-token policy loss (see [`crate::IsCorrection`];
+    /// `None` = all 1). No gradient flows through them.
+    pub is_weights: Option<Tensor<B, 2>>,
 }
 
 /// The loss and its parts.
@@ -240,6 +243,9 @@ pub fn compute_loss<B: Backend>(
     if let Some(e) = &input.entropy {
         check_shape("entropy", e, shape)?;
     }
+    if let Some(w) = &input.is_weights {
+        check_shape("is_weights", w, shape)?;
+    }
     let mask = input.mask;
     let pad = mask.clone().bool_not();
     let agg = config.aggregation;
@@ -251,7 +257,11 @@ pub fn compute_loss<B: Backend>(
         input.advantages,
         mask.clone(),
     );
-    let policy_loss = aggregate(pt.loss, mask.clone(), agg, counts);
+    let per_token = match input.is_weights {
+        Some(w) => pt.loss * w.detach().mask_fill(pad.clone(), 0.0),
+        None => pt.loss,
+    };
+    let policy_loss = aggregate(per_token, mask.clone(), agg, counts);
     let mut loss = policy_loss.clone();
 
     let logp_d = input.logp.clone().detach().mask_fill(pad.clone(), 0.0);

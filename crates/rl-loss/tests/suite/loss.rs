@@ -29,6 +29,7 @@ fn cfg(policy: PolicyLoss, aggregation: Aggregation) -> LossConfig {
         aggregation,
         kl: None,
         entropy_coef: 0.0,
+        is_correction: Default::default(),
     }
 }
 
@@ -50,6 +51,7 @@ fn one_token(policy: PolicyLoss, r: f32, a: f32) -> (f32, f32, rl_loss::LossMetr
         mask: mask_from_lengths::<B>(&[1], 1, &dev()),
         ref_logp: None,
         entropy: None,
+        is_weights: None,
     };
     let out = compute_loss(
         &cfg(policy, Aggregation::TokenMean),
@@ -128,6 +130,7 @@ fn gspo_sequence_ratio() {
                 mask: mask_from_lengths::<B>(&[3], 3, &dev()),
                 ref_logp: None,
                 entropy: None,
+                is_weights: None,
             };
             let out = compute_loss(
                 &cfg(policy, Aggregation::SeqMeanTokenMean),
@@ -234,6 +237,7 @@ fn all_configs() -> Vec<LossConfig> {
             aggregation: agg,
             kl,
             entropy_coef: 0.01,
+            is_correction: Default::default(),
         });
         v.push(cfg(PolicyLoss::Reinforce, agg));
     }
@@ -256,6 +260,7 @@ fn all_configs() -> Vec<LossConfig> {
             straight_through: true,
         }),
         entropy_coef: 0.0,
+        is_correction: Default::default(),
     });
     v
 }
@@ -295,6 +300,7 @@ fn eval(
         mask: mask_from_lengths::<B>(&lengths, t_pad, &dev()),
         ref_logp: Some(t2(&take(&d.refp), shape)),
         entropy: Some(t2(&take(&d.ent), shape)),
+        is_weights: None,
     };
     let out = compute_loss(c, input, counts).unwrap();
     let l = scalar(out.loss.clone());
@@ -507,6 +513,7 @@ fn errors_name_the_problem() {
         mask: mask_from_lengths::<B>(&[6], 6, &dev()),
         ref_logp: refp.then(|| t2(&d.refp[..6], [1, 6])),
         entropy: None,
+        is_weights: None,
     };
     let counts = GlobalCounts::from_lengths(&[6]);
     let with_kl = LossConfig {
@@ -554,4 +561,33 @@ fn errors_name_the_problem() {
         )
         .is_err()
     );
+}
+
+/// Importance-sampling weights scale each token's policy loss and its gradient, and a padded
+/// position's weight (NaN here) changes nothing. Two valid tokens with r = 1 (logp = old = 0),
+/// A = 1, weights w = (2, 0.5), token-mean over 2 tokens: ℓ_t = −A·r·w_t, so the loss is
+/// −(2 + 0.5)/2 = −1.25 and d loss / d logp_t = −A·r·w_t / 2 = (−1, −0.25).
+#[test]
+fn is_weights_scale_the_per_token_policy_loss() {
+    let logp = t2(&[0.0, 0.0, 0.0], [1, 3]).require_grad();
+    let input = LossInput {
+        logp: logp.clone(),
+        old_logp: t2(&[0.0, 0.0, 0.0], [1, 3]),
+        advantages: t2(&[1.0, 1.0, 1.0], [1, 3]),
+        mask: mask_from_lengths::<B>(&[2], 3, &dev()),
+        ref_logp: None,
+        entropy: None,
+        is_weights: Some(t2(&[2.0, 0.5, f32::NAN], [1, 3])),
+    };
+    let out = compute_loss(
+        &cfg(ppo(0.2, 0.28, None), Aggregation::TokenMean),
+        input,
+        GlobalCounts::from_lengths(&[2]),
+    )
+    .unwrap();
+    let loss = scalar(out.loss.clone());
+    assert!((loss + 1.25).abs() < TOL.value, "{loss}");
+    let g = vec2(logp.grad(&out.loss.backward()).unwrap());
+    assert!((g[0] + 1.0).abs() < TOL.sum && (g[1] + 0.25).abs() < TOL.sum, "{g:?}");
+    assert_eq!(g[2], 0.0);
 }
