@@ -33,6 +33,9 @@ struct Args {
     repeats: usize,
     backend: String,
     dtype: String,
+    /// Write the random model (seed 0) to this folder instead of benchmarking (e.g. to export it
+    /// as GGUF for the llama-server comparison, tools/bench_llama_server.py).
+    save: Option<String>,
 }
 
 fn parse() -> Args {
@@ -46,6 +49,7 @@ fn parse() -> Args {
         repeats: 3,
         backend: "cpu".into(),
         dtype: "f32".into(),
+        save: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -61,6 +65,7 @@ fn parse() -> Args {
             "--repeats" => a.repeats = v.parse().expect("--repeats"),
             "--backend" => a.backend = v,
             "--dtype" => a.dtype = v,
+            "--save" => a.save = Some(v),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -109,6 +114,13 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 fn main() {
     rl_models::allocator::tune_for_tensors();
     let a = parse();
+    if let Some(dir) = &a.save {
+        let model: Qwen3<Flex> = config(&a.config)
+            .init_seeded(0, &Default::default())
+            .expect("model");
+        model.save(dir).expect("save");
+        return;
+    }
     let (secs, tokens) = match (a.backend.as_str(), a.dtype.as_str()) {
         ("cpu", "f32") => bench::<Autodiff<Flex>>(&a, Default::default()),
         #[cfg(feature = "wgpu")]

@@ -128,10 +128,10 @@ pub enum FinishReason {
 pub struct Generation {
     /// The new tokens (the prompt is not repeated); a final eos/stop token is included.
     pub tokens: Vec<u32>,
-    /// Raw model log-prob of each token: `log_softmax(logits)` at temperature 1 over the whole
-    /// vocabulary (no masking, no truncation), i.e. what [`crate::Qwen3::token_logprobs`]
-    /// computes for the same sequence, up to float rounding. Use it for rollout/trainer mismatch
-    /// and as `old_logprobs`.
+    /// Model log-prob of each token under the tempered distribution `log_softmax(logits / T)`
+    /// over the whole vocabulary (no masking, no truncation; T = 1 for greedy decoding), i.e. what
+    /// [`crate::Qwen3::token_logprobs_from_tempered`] computes for the same sequence at the same
+    /// T, up to float rounding: the rollout log-prob π_rollout of an RL trainer.
     pub logprobs: Vec<f32>,
     /// Log-prob of each token under the distribution actually sampled from (allowed ids,
     /// temperature, top-k, top-p, renormalised); 0 for greedy decoding.
@@ -168,6 +168,21 @@ pub(crate) fn sample_row(
             .sum::<f64>()
             .ln();
     let raw = |id: usize| (logits[id] as f64 - lse) as f32;
+    // The log-prob reported for the drawn token: of softmax(logits / T) over the full
+    // vocabulary (T = 1 for greedy decoding; the same arithmetic as `raw` at T = 1).
+    let t = cfg.temperature as f64;
+    let tempered_lse = (cfg.temperature != 0.0 && cfg.temperature != 1.0).then(|| {
+        let m = max / t;
+        m + logits
+            .iter()
+            .map(|&x| (x as f64 / t - m).exp())
+            .sum::<f64>()
+            .ln()
+    });
+    let reported = |id: usize| match tempered_lse {
+        Some(l) => (logits[id] as f64 / t - l) as f32,
+        None => raw(id),
+    };
 
     let allowed_logits = &logits[..allowed];
     if cfg.temperature == 0.0 {
@@ -179,11 +194,10 @@ pub(crate) fn sample_row(
         }
         return Some(Sampled {
             token: best as u32,
-            logprob: raw(best),
+            logprob: reported(best),
             sampling_logprob: 0.0,
         });
     }
-    let t = cfg.temperature as f64;
     let mut cand: Vec<(u32, f64)> = allowed_logits
         .iter()
         .enumerate()
@@ -229,7 +243,7 @@ pub(crate) fn sample_row(
     let token = cand[chosen].0;
     Some(Sampled {
         token,
-        logprob: raw(token as usize),
+        logprob: reported(token as usize),
         sampling_logprob: (weights[chosen] / total).ln() as f32,
     })
 }
@@ -246,6 +260,40 @@ pub fn generate<B: Backend>(
     prompts: &[Vec<u32>],
     cfg: &GenerationConfig,
 ) -> Result<Vec<Generation>, ModelError> {
+    let streams: Vec<RowSeed> = (0..prompts.len())
+        .map(|i| RowSeed {
+            seed: cfg.seed,
+            stream: i as u64,
+        })
+        .collect();
+    generate_seeded(model, prompts, cfg, &streams)
+}
+
+/// The random stream a sample draws from: `ChaCha8Rng::seed_from_u64(seed)` on stream `stream`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowSeed {
+    /// Seed.
+    pub seed: u64,
+    /// Stream of that seed.
+    pub stream: u64,
+}
+
+/// [`generate`] with each prompt's random stream given explicitly (`cfg.seed` is not used):
+/// prompt i draws from `streams[i]`, so a sample's tokens do not depend on which other samples
+/// share its batch (up to the float rounding of batched kernels).
+pub fn generate_seeded<B: Backend>(
+    model: &Qwen3<B>,
+    prompts: &[Vec<u32>],
+    cfg: &GenerationConfig,
+    streams: &[RowSeed],
+) -> Result<Vec<Generation>, ModelError> {
+    if streams.len() != prompts.len() {
+        return Err(ModelError::InvalidInput(format!(
+            "{} random streams for {} prompts",
+            streams.len(),
+            prompts.len()
+        )));
+    }
     let vocab = model.config().vocab_size;
     cfg.validate(vocab)?;
     for (i, p) in prompts.iter().enumerate() {
@@ -286,10 +334,11 @@ pub fn generate<B: Backend>(
     let input = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [b, p_len]), &device);
     let mut logits = model.last_logits(input, Some(&mask), Some(&mut cache))?;
 
-    let mut rngs: Vec<ChaCha8Rng> = (0..b)
-        .map(|i| {
-            let mut r = ChaCha8Rng::seed_from_u64(cfg.seed);
-            r.set_stream(i as u64);
+    let mut rngs: Vec<ChaCha8Rng> = streams
+        .iter()
+        .map(|s| {
+            let mut r = ChaCha8Rng::seed_from_u64(s.seed);
+            r.set_stream(s.stream);
             r
         })
         .collect();
@@ -355,6 +404,26 @@ mod tests {
         // raw log-prob is over the full vocabulary, including the masked id 3
         let lse = (1.0f64 + 2.0 * 3f64.exp() + 9f64.exp()).ln();
         assert!((s.logprob as f64 - (3.0 - lse)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn reported_logprob_is_of_the_tempered_full_distribution() {
+        // T = 0.5, top-k 1 over the 2 allowed ids of 3: the drawn token is id 1 (logit 3), and
+        // its reported log-prob is log softmax(logits / T)[1] over all 3 ids (the masked id 2
+        // included, top-k ignored): 3/0.5 - ln(e^(1/0.5) + e^(3/0.5) + e^(5/0.5)).
+        let cfg = GenerationConfig {
+            temperature: 0.5,
+            top_k: 1,
+            ..GenerationConfig::default()
+        };
+        let s = sample_row(&[1.0, 3.0, 5.0], &cfg, 2, &mut rng()).unwrap();
+        assert_eq!(s.token, 1);
+        let lse = (2f64.exp() + 6f64.exp() + 10f64.exp()).ln();
+        assert!(
+            (s.logprob as f64 - (6.0 - lse)).abs() < 1e-6,
+            "{}",
+            s.logprob
+        );
     }
 
     #[test]

@@ -67,13 +67,17 @@
 pub mod allocator;
 pub mod error;
 pub mod generation;
+pub mod gguf;
 pub mod logprobs;
 pub mod qwen3;
 pub mod safetensors_io;
 pub mod tokenizer;
 
 pub use error::{ModelError, TokenizerError};
-pub use generation::{FinishReason, Generation, GenerationConfig, generate};
+pub use generation::{
+    FinishReason, Generation, GenerationConfig, RowSeed, generate, generate_seeded,
+};
+pub use gguf::{GgufDtype, export_gguf};
 pub use logprobs::{EntropyMode, TokenLogProbs, logprobs_from_logits};
 pub use qwen3::{AttentionMask, KvCache, Qwen3, Qwen3Config};
 pub use safetensors_io::SaveDtype;

@@ -99,7 +99,7 @@ impl<B: Backend> Qwen3<B> {
         let n = b * (l - 1);
         let h = h.slice([0..b, 0..l - 1, 0..hidden]).reshape([n, hidden]);
         let targets = input_ids.slice([0..b, 1..l]).reshape([n]);
-        let (lp, ent) = self.head_logprobs(h, targets, entropy, chunk_elems);
+        let (lp, ent) = self.head_logprobs(h, targets, entropy, chunk_elems, 1.0);
         Ok(zero_padding(lp, ent, b, l - 1, mask, |_| 0))
     }
 
@@ -127,6 +127,27 @@ impl<B: Backend> Qwen3<B> {
         width: usize,
         entropy: EntropyMode,
     ) -> Result<TokenLogProbs<B>, ModelError> {
+        self.token_logprobs_from_tempered(input_ids, mask, starts, width, entropy, 1.0)
+    }
+
+    /// [`Self::token_logprobs_from`] of the tempered distribution softmax(logits / T) (and its
+    /// entropy), as samplers at temperature T draw from and as verl and TRL compute π_old and π_θ.
+    /// `temperature` must be finite and > 0; 1 is [`Self::token_logprobs_from`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn token_logprobs_from_tempered(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        mask: Option<&AttentionMask>,
+        starts: &[usize],
+        width: usize,
+        entropy: EntropyMode,
+        temperature: f32,
+    ) -> Result<TokenLogProbs<B>, ModelError> {
+        if !(temperature.is_finite() && temperature > 0.0) {
+            return Err(ModelError::InvalidInput(format!(
+                "log-prob temperature {temperature}: expected a finite number > 0"
+            )));
+        }
         self.token_logprobs_from_chunked(
             input_ids,
             mask,
@@ -134,10 +155,13 @@ impl<B: Backend> Qwen3<B> {
             width,
             entropy,
             LOGPROB_CHUNK_ELEMS,
+            temperature,
         )
     }
 
-    /// [`Self::token_logprobs_from`] with the LM head's chunk budget as a parameter.
+    /// [`Self::token_logprobs_from`] with the LM head's chunk budget and the temperature as
+    /// parameters.
+    #[allow(clippy::too_many_arguments)]
     fn token_logprobs_from_chunked(
         &self,
         input_ids: Tensor<B, 2, Int>,
@@ -146,6 +170,7 @@ impl<B: Backend> Qwen3<B> {
         width: usize,
         entropy: EntropyMode,
         chunk_elems: usize,
+        temperature: f32,
     ) -> Result<TokenLogProbs<B>, ModelError> {
         let [b, l] = input_ids.dims();
         if starts.len() != b {
@@ -185,7 +210,7 @@ impl<B: Backend> Qwen3<B> {
         let index = |v: Vec<i64>| Tensor::<B, 1, Int>::from_data(TensorData::new(v, [n]), &device);
         let h = h.reshape([b * l, hidden]).select(0, index(rows));
         let targets = input_ids.reshape([b * l]).select(0, index(next));
-        let (lp, ent) = self.head_logprobs(h, targets, entropy, chunk_elems);
+        let (lp, ent) = self.head_logprobs(h, targets, entropy, chunk_elems, temperature);
         Ok(zero_padding(lp, ent, b, width, mask, |row| starts[row]))
     }
 
@@ -231,6 +256,17 @@ impl<B: Backend> Qwen3<B> {
         seqs: &[Vec<u32>],
         starts: &[usize],
     ) -> Result<Vec<Vec<f32>>, ModelError> {
+        self.token_logprobs_from_host_tempered(seqs, starts, 1.0)
+    }
+
+    /// [`Self::token_logprobs_from_host`] of softmax(logits / `temperature`) (see
+    /// [`Self::token_logprobs_from_tempered`]).
+    pub fn token_logprobs_from_host_tempered(
+        &self,
+        seqs: &[Vec<u32>],
+        starts: &[usize],
+        temperature: f32,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
         if seqs.len() != starts.len() {
             return Err(ModelError::InvalidInput(format!(
                 "{} window starts for {} sequences",
@@ -257,7 +293,14 @@ impl<B: Backend> Qwen3<B> {
             return Ok(vec![Vec::new(); seqs.len()]);
         }
         let (ids, mask) = self.window_batch(seqs, starts, width)?;
-        let out = self.token_logprobs_from(ids, Some(&mask), starts, width, EntropyMode::None)?;
+        let out = self.token_logprobs_from_tempered(
+            ids,
+            Some(&mask),
+            starts,
+            width,
+            EntropyMode::None,
+            temperature,
+        )?;
         let values: Vec<f32> = out
             .logprobs
             .into_data()
@@ -274,14 +317,15 @@ impl<B: Backend> Qwen3<B> {
     /// Log-probs of `targets[i]` (`[n]`) after the final hidden states `h[i]` (`[n, H]`, before the
     /// final norm), and the entropies if asked: the final norm, the LM head (transposed, see
     /// [`Self::lm_head_t`]) and the log-softmax over row chunks of at most `chunk_elems` logits,
-    /// spread evenly. The one head path of [`Self::token_logprobs`] and
-    /// [`Self::token_logprobs_from`].
+    /// spread evenly; logits are divided by `temperature` when it is not 1. The one head path of
+    /// [`Self::token_logprobs`] and [`Self::token_logprobs_from`].
     fn head_logprobs(
         &self,
         h: Tensor<B, 2>,
         targets: Tensor<B, 1, Int>,
         entropy: EntropyMode,
         chunk_elems: usize,
+        temperature: f32,
     ) -> (Tensor<B, 1>, Option<Tensor<B, 1>>) {
         let [n, hidden] = h.dims();
         let chunk = chunk_rows(n, self.config.vocab_size, chunk_elems);
@@ -290,7 +334,10 @@ impl<B: Backend> Qwen3<B> {
         let mut r0 = 0;
         while r0 < n {
             let r1 = (r0 + chunk).min(n);
-            let logits_t = self.lm_head_t(h.clone().slice([r0..r1, 0..hidden]));
+            let mut logits_t = self.lm_head_t(h.clone().slice([r0..r1, 0..hidden]));
+            if temperature != 1.0 {
+                logits_t = logits_t.div_scalar(temperature);
+            }
             let (lp, ent) = logprobs_from_logits_2d(
                 logits_t,
                 targets.clone().narrow(0, r0, r1 - r0),
@@ -471,6 +518,7 @@ mod tests {
                             WIDTH,
                             mode,
                             budget,
+                            1.0,
                         )
                         .unwrap();
                     assert_eq!(out.logprobs.dims(), [3, WIDTH]);
@@ -591,6 +639,7 @@ mod tests {
                         WIDTH,
                         EntropyMode::Differentiable,
                         budget,
+                        1.0,
                     )
                     .unwrap();
                 let win_loss = loss(out, c_win.clone(), [3, WIDTH]);

@@ -27,3 +27,4 @@ pub use layers::{Qwen3Attention, Qwen3DecoderLayer, Qwen3Linear, Qwen3Mlp, Qwen3
 pub use mask::AttentionMask;
 pub use model::Qwen3;
 pub use weights::HfTensor;
+pub(crate) use weights::expected_tensors;
