@@ -1,0 +1,351 @@
+//! The shared HTTP policy against a scripted server on 127.0.0.1: retries on 5xx and dropped
+//! connections, no retry on 4xx or on a garbled body, timeouts, connection refused — every error
+//! names the engine, the URL and the request. Bounded: at most a few requests, a few seconds.
+//!
+//! Then the SGLang client against the same scripted server answering in SGLang's documented
+//! `/generate` and `/update_weights_from_disk` formats (constructed from the docs and from the
+//! response shapes RL frameworks parse, not recorded from a live server, which needs a GPU).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rl_rollout::{
+    EngineError, FinishReason, GenerateRequest, HttpClient, RetryPolicy, RolloutEngine,
+    SamplingParams, SglangEngine, WeightsRef,
+};
+use serde_json::json;
+
+/// What the server does with the n-th connection.
+#[derive(Clone, Debug)]
+enum Reply {
+    Status(u16, &'static str),
+    /// Closes the connection without answering.
+    Drop,
+    /// Waits this long, then answers 200 `{}`.
+    Stall(Duration),
+}
+
+struct Server {
+    url: String,
+    seen: Arc<Mutex<Vec<String>>>,
+    bodies: Arc<Mutex<Vec<String>>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+/// The request line and the body.
+fn read_request(s: &mut TcpStream) -> (String, String) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    loop {
+        let n = s.read(&mut chunk).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let len = text[..end]
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + len {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let line = text.lines().next().unwrap_or("").to_string();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (line, body)
+}
+
+/// Serves `script` (one reply per connection, in order), then stops.
+fn serve(script: Vec<Reply>) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let bodies_seen = Arc::new(Mutex::new(Vec::new()));
+    let bodies = bodies_seen.clone();
+    let handle = std::thread::spawn(move || {
+        for reply in script {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let (line, body) = read_request(&mut s);
+            log.lock().unwrap().push(line);
+            bodies.lock().unwrap().push(body);
+            let answer = |s: &mut TcpStream, code: u16, body: &str| {
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            };
+            match reply {
+                Reply::Status(code, body) => answer(&mut s, code, body),
+                Reply::Drop => drop(s),
+                Reply::Stall(d) => {
+                    std::thread::sleep(d);
+                    answer(&mut s, 200, "{}");
+                }
+            }
+        }
+    });
+    Server {
+        url,
+        seen,
+        bodies: bodies_seen,
+        handle: Some(handle),
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Unblock a pending accept, then join.
+        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn policy(retries: usize, timeout_s: f64) -> RetryPolicy {
+    RetryPolicy {
+        timeout_s,
+        max_retries: retries,
+        backoff_s: 0.01,
+    }
+}
+
+#[test]
+fn server_errors_and_dropped_connections_are_retried() {
+    let srv = serve(vec![
+        Reply::Status(500, "{\"error\":\"busy\"}"),
+        Reply::Drop,
+        Reply::Status(200, "{\"ok\":1}"),
+    ]);
+    let c = HttpClient::new("test", &srv.url, policy(2, 5.0)).unwrap();
+    assert_eq!(
+        c.post("/completion", &json!({"a": 1})).unwrap(),
+        json!({"ok": 1})
+    );
+    assert_eq!(srv.seen.lock().unwrap().len(), 3);
+    assert!(srv.seen.lock().unwrap()[0].starts_with("POST /completion"));
+}
+
+#[test]
+fn retries_are_bounded_and_the_last_error_names_everything() {
+    let srv = serve(vec![Reply::Status(503, "overloaded"); 2]);
+    let c = HttpClient::new("test", &srv.url, policy(1, 5.0)).unwrap();
+    let e = c.post("/generate", &json!({})).unwrap_err();
+    match &e {
+        EngineError::Status {
+            status,
+            body,
+            url,
+            request,
+            ..
+        } => {
+            assert_eq!((*status, body.as_str()), (503, "overloaded"));
+            assert_eq!(
+                (url.as_str(), request.as_str()),
+                (srv.url.as_str(), "POST /generate")
+            );
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(srv.seen.lock().unwrap().len(), 2, "1 attempt + 1 retry");
+}
+
+#[test]
+fn client_errors_and_garbled_bodies_are_not_retried() {
+    let srv = serve(vec![Reply::Status(400, "{\"error\":\"bad prompt\"}")]);
+    let c = HttpClient::new("test", &srv.url, policy(3, 5.0)).unwrap();
+    let e = c.post("/completion", &json!({})).unwrap_err();
+    assert!(matches!(e, EngineError::Status { status: 400, .. }), "{e}");
+    assert!(e.to_string().contains("bad prompt"));
+    drop(srv);
+
+    let srv = serve(vec![Reply::Status(200, "{\"content\": \"tru")]);
+    let c = HttpClient::new("test", &srv.url, policy(3, 5.0)).unwrap();
+    let e = c.post("/completion", &json!({})).unwrap_err();
+    assert!(matches!(e, EngineError::Malformed { .. }), "{e}");
+    assert!(
+        e.to_string().contains("not JSON") && e.to_string().contains(&srv.url),
+        "{e}"
+    );
+    assert_eq!(srv.seen.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_stalled_server_times_out() {
+    let srv = serve(vec![Reply::Stall(Duration::from_secs(3)); 2]);
+    let c = HttpClient::new("test", &srv.url, policy(1, 0.5)).unwrap();
+    let t = Instant::now();
+    let e = c.get("/health").unwrap_err();
+    assert!(matches!(e, EngineError::Timeout { attempts: 2, .. }), "{e}");
+    assert!(e.to_string().contains("GET /health"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
+
+#[test]
+fn a_closed_port_is_a_connection_error_and_bad_settings_are_refused() {
+    // A port that was just free: bind, read the port, close.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let c = HttpClient::new("test", &url, policy(1, 2.0)).unwrap();
+    let e = c.get("/health").unwrap_err();
+    assert!(
+        matches!(e, EngineError::Connection { attempts: 2, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains(&url));
+
+    let e = HttpClient::new("test", "127.0.0.1:8080", policy(1, 2.0)).unwrap_err();
+    assert!(e.to_string().contains("`url`"), "{e}");
+    let e = HttpClient::new("test", &url, policy(1, 0.0)).unwrap_err();
+    assert!(e.to_string().contains("`timeout_s`"), "{e}");
+}
+
+fn sglang_request(n: usize, top_k: usize) -> GenerateRequest {
+    GenerateRequest {
+        prompt_ids: vec![1, 2, 3],
+        n,
+        params: SamplingParams {
+            temperature: 0.7,
+            top_k,
+            max_new_tokens: 4,
+            stop_ids: vec![9],
+            ..SamplingParams::default()
+        },
+    }
+}
+
+/// Two requests (n = 2 and n = 1) go out as one batched `/generate` of three samples; the three
+/// outputs come back in order, with SGLang's `[logprob, id, text]` triples and finish reasons.
+#[test]
+fn sglang_generate_sends_one_batch_and_reads_the_documented_reply() {
+    const REPLY: &str = r#"[
+      {"text": "ab", "output_ids": [5, 9], "meta_info": {"prompt_tokens": 3, "completion_tokens": 2,
+        "output_token_logprobs": [[-0.5, 5, null], [-0.25, 9, null]], "finish_reason": {"type": "stop", "matched": 9}}},
+      {"text": "cccc", "output_ids": [7, 7, 7, 7], "meta_info": {"prompt_tokens": 3, "completion_tokens": 4,
+        "output_token_logprobs": [[-1.0, 7, "c"], [-1.5, 7, "c"], [-2.0, 7, "c"], [-2.5, 7, "c"]], "finish_reason": {"type": "length", "length": 4}}},
+      {"text": "d", "output_ids": [4], "meta_info": {"prompt_tokens": 3, "completion_tokens": 1,
+        "output_token_logprobs": [[-0.125, 4, "d"]], "finish_reason": {"type": "abort", "message": "paused"}}}
+    ]"#;
+    let srv = serve(vec![Reply::Status(200, REPLY)]);
+    let mut e = SglangEngine::new(&srv.url, policy(0, 5.0), 7, 10).unwrap();
+    let out = e
+        .generate(&[sglang_request(2, 0), sglang_request(1, 3)])
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0][0].tokens, vec![5, 9]);
+    assert_eq!(out[0][0].logprobs, vec![-0.5, -0.25]);
+    assert_eq!(out[0][0].finish, FinishReason::Stop);
+    assert_eq!(out[0][1].finish, FinishReason::Length);
+    assert_eq!(out[1][0].finish, FinishReason::Abort);
+    assert!(out.iter().flatten().all(|c| c.version == 7));
+    assert!(srv.seen.lock().unwrap()[0].starts_with("POST /generate "));
+    let body: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[0]).unwrap();
+    assert_eq!(body["input_ids"], json!([[1, 2, 3], [1, 2, 3], [1, 2, 3]]));
+    assert_eq!(body["return_logprob"], json!(true));
+    let p = &body["sampling_params"];
+    assert_eq!(p[0]["top_k"], json!(-1), "top_k 0 (off) is SGLang's -1");
+    assert_eq!(p[2]["top_k"], json!(3));
+    assert_eq!(p[0]["max_new_tokens"], json!(4));
+    assert_eq!(p[0]["stop_token_ids"], json!([9]));
+    assert!((p[0]["temperature"].as_f64().unwrap() - 0.7).abs() < 1e-6);
+}
+
+#[test]
+fn sglang_replies_that_do_not_fit_are_typed_errors() {
+    let cases: [(&str, &str); 4] = [
+        (
+            r#"[{"text": "", "meta_info": {"finish_reason": {"type": "stop"}}}]"#,
+            "output_token_logprobs",
+        ),
+        (
+            r#"[{"meta_info": {"output_token_logprobs": [[-0.5, 5]], "finish_reason": {"type": "eos"}}}]"#,
+            "finish_reason",
+        ),
+        (
+            r#"[{"meta_info": {"output_token_logprobs": [[-0.5, 50]], "finish_reason": {"type": "stop"}}}]"#,
+            "outside the vocabulary",
+        ),
+        (r#"{"error": "not a list"}"#, "list"),
+    ];
+    for (reply, want) in cases {
+        let srv = serve(vec![Reply::Status(200, reply)]);
+        let mut e = SglangEngine::new(&srv.url, policy(0, 5.0), 0, 10).unwrap();
+        let err = e.generate(&[sglang_request(1, 0)]).unwrap_err();
+        assert!(matches!(err, EngineError::Malformed { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains(want) && msg.contains("sglang"),
+            "{want}: {msg}"
+        );
+    }
+    let two = r#"[{"meta_info": {"output_token_logprobs": [[-0.5, 5]], "finish_reason": {"type": "stop"}}},
+                  {"meta_info": {"output_token_logprobs": [[-0.5, 5]], "finish_reason": {"type": "stop"}}}]"#;
+    let srv = serve(vec![Reply::Status(200, two)]);
+    let mut e = SglangEngine::new(&srv.url, policy(0, 5.0), 0, 10).unwrap();
+    let msg = e.generate(&[sglang_request(1, 0)]).unwrap_err().to_string();
+    assert!(msg.contains("2 outputs for 1 samples"), "{msg}");
+}
+
+#[test]
+fn sglang_weight_updates_send_the_folder_and_check_success() {
+    let srv = serve(vec![
+        Reply::Status(
+            200,
+            r#"{"success": true, "message": "Succeeded to update model weights."}"#,
+        ),
+        Reply::Status(
+            200,
+            r#"{"success": false, "message": "Failed to load: no safetensors"}"#,
+        ),
+    ]);
+    let mut e = SglangEngine::new(&srv.url, policy(0, 5.0), 3, 10).unwrap();
+    let dir = std::path::PathBuf::from("/shared/run/weights");
+    assert_eq!(
+        e.update_weights(WeightsRef::Directory(dir.clone()), 4)
+            .unwrap(),
+        4
+    );
+    assert_eq!(e.version(), 4);
+    let body: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[0]).unwrap();
+    assert_eq!(
+        body,
+        json!({"model_path": "/shared/run/weights", "weight_version": "4"})
+    );
+    let err = e.update_weights(WeightsRef::Directory(dir), 5).unwrap_err();
+    assert!(
+        matches!(err, EngineError::Weights { version: 5, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no safetensors"));
+    assert_eq!(e.version(), 4, "a refused update leaves the version");
+    let err = e
+        .update_weights(WeightsRef::InProcess(Box::new(0u8)), 5)
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::UnsupportedWeights { .. }),
+        "{err}"
+    );
+}
