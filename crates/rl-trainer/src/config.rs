@@ -102,6 +102,80 @@ pub struct RolloutSection {
     /// Sequences per generation call (memory bound); 0 = all of a round at once.
     #[serde(default)]
     pub generation_batch: usize,
+    /// k: how many weight versions a rollout may lag behind the policy it trains. 0 =
+    /// synchronous (generate, then train); k ≥ 1 generates the next step's first round while
+    /// the current step trains (asynchronous rollouts), and drops rollouts more than k versions
+    /// old.
+    #[serde(default)]
+    pub max_staleness: usize,
+    /// Where rollouts are generated (`[rollout.engine]`, default `kind = "local"`).
+    #[serde(default)]
+    pub engine: EngineConfig,
+}
+
+/// The rollout engine (`[rollout.engine]`; docs/rollout.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum EngineConfig {
+    /// The trainer's own model, in process.
+    #[default]
+    Local,
+    /// A `llama-server` that the trainer starts on 127.0.0.1 and restarts on a re-exported GGUF
+    /// file after every step (weights in `out_dir/engine/`).
+    LlamaCpp {
+        /// Path of the `llama-server` binary (`scripts/build-llama-server.sh` prints it).
+        server: PathBuf,
+        /// Extra server arguments, after the defaults `-c 4096 -np <concurrency> -ctk f32
+        /// -ctv f32 -fa off` (f32 K/V cache and no flash attention keep its log-probs within
+        /// 1e-3 of the trainer's).
+        #[serde(default)]
+        server_args: Vec<String>,
+        /// Requests in flight (and server slots).
+        #[serde(default = "default_concurrency")]
+        concurrency: usize,
+        /// Seconds per request.
+        #[serde(default = "default_timeout")]
+        timeout_s: f64,
+        /// Retries of a failed request.
+        #[serde(default = "default_retries")]
+        max_retries: usize,
+    },
+    /// An SGLang server someone else runs (on a GPU): generation through its native
+    /// `/generate`, weights through `/update_weights_from_disk` from `weights_dir`.
+    Sglang {
+        /// The server's URL, e.g. `http://gpu-node:30000`.
+        url: String,
+        /// Where the trainer writes each version's HF safetensors: a folder the server can read
+        /// at the same path (a shared file system). Default: `out_dir/weights`.
+        #[serde(default)]
+        weights_dir: Option<PathBuf>,
+        /// Seconds per request (a whole batched `/generate`).
+        #[serde(default = "default_timeout")]
+        timeout_s: f64,
+        /// Retries of a failed request.
+        #[serde(default = "default_retries")]
+        max_retries: usize,
+    },
+}
+
+impl EngineConfig {
+    /// The folder the trainer writes weights to for a remote engine, if the engine names one.
+    pub fn weights_dir(&self) -> Option<&Path> {
+        match self {
+            EngineConfig::Sglang { weights_dir, .. } => weights_dir.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+fn default_concurrency() -> usize {
+    4
+}
+fn default_timeout() -> f64 {
+    300.0
+}
+fn default_retries() -> usize {
+    3
 }
 
 /// Dynamic batching.
@@ -258,6 +332,8 @@ impl Default for TrainConfig {
                 top_p: 1.0,
                 top_k: 0,
                 generation_batch: 0,
+                max_staleness: 0,
+                engine: EngineConfig::Local,
             },
             batch: BatchSection {
                 groups_per_step: 32,
@@ -272,6 +348,7 @@ impl Default for TrainConfig {
                 aggregation: Aggregation::TokenMean,
                 kl: None,
                 entropy_coef: 0.0,
+                is_correction: Default::default(),
             },
             reward: RewardSection {
                 verifier: VerifierConfig::from_name("dapo").expect("registered"),
@@ -351,6 +428,7 @@ impl TrainConfig {
                         straight_through: false,
                     }),
                     entropy_coef: 0.0,
+                    is_correction: Default::default(),
                 };
                 self.reward.overlong = OverlongPolicy::Off;
             }
@@ -364,6 +442,7 @@ impl TrainConfig {
                     },
                     kl: None,
                     entropy_coef: 0.0,
+                    is_correction: Default::default(),
                 };
                 self.reward.overlong = OverlongPolicy::Off;
             }
@@ -375,6 +454,7 @@ impl TrainConfig {
                     aggregation: Aggregation::SeqMeanTokenSum,
                     kl: None,
                     entropy_coef: 0.0,
+                    is_correction: Default::default(),
                 };
                 self.reward.overlong = OverlongPolicy::Off;
             }
@@ -393,6 +473,7 @@ impl TrainConfig {
                     aggregation: Aggregation::TokenMean,
                     kl: None,
                     entropy_coef: 0.0,
+                    is_correction: Default::default(),
                 };
                 self.reward.overlong = dapo_overlong;
             }
@@ -404,6 +485,7 @@ impl TrainConfig {
                     aggregation: Aggregation::SeqMeanTokenMean,
                     kl: None,
                     entropy_coef: 0.0,
+                    is_correction: Default::default(),
                 };
                 self.reward.overlong = OverlongPolicy::Off;
                 self.optim.mini_batches = 4;
@@ -499,6 +581,36 @@ impl TrainConfig {
         }
         if self.rollout.prompts_per_round == 0 {
             return bad("rollout.prompts_per_round", "0 (must be >= 1)".into());
+        }
+        let timeout = match &self.rollout.engine {
+            EngineConfig::Local => None,
+            EngineConfig::LlamaCpp {
+                concurrency,
+                timeout_s,
+                ..
+            } => {
+                if *concurrency == 0 {
+                    return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
+                }
+                Some(*timeout_s)
+            }
+            EngineConfig::Sglang { url, timeout_s, .. } => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return bad(
+                        "rollout.engine.url",
+                        format!("`{url}` (an http:// URL, e.g. http://gpu-node:30000)"),
+                    );
+                }
+                Some(*timeout_s)
+            }
+        };
+        if let Some(t) = timeout
+            && !(t.is_finite() && t > 0.0)
+        {
+            return bad(
+                "rollout.engine.timeout_s",
+                format!("{t} (a finite number > 0)"),
+            );
         }
         if self.rollout.max_new_tokens == 0 {
             return bad("rollout.max_new_tokens", "0 (must be >= 1)".into());

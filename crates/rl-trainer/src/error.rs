@@ -43,6 +43,9 @@ pub enum TrainerError {
     /// The tokenizer failed.
     #[error(transparent)]
     Tokenizer(#[from] rl_models::TokenizerError),
+    /// The rollout engine failed.
+    #[error(transparent)]
+    Engine(#[from] rl_rollout::EngineError),
     /// Dynamic sampling could not fill a batch.
     #[error(transparent)]
     Sampler(#[from] rl_sampler::SamplerError),

@@ -3,20 +3,25 @@
 //! One [`Trainer`] composes the workspace's pieces, one named phase after another
 //! ([`Trainer::step`]):
 //!
-//! 1. **generate**: prompts (JSON lines or Parquet, [`data`]) → G rollouts each from the
-//!    [`Policy`] (the sampler's log-probs and finish reasons kept; [`rollout::generate_round`]);
+//! 1. **generate**: prompts (JSON lines or Parquet, [`data`]) → G rollouts each from a
+//!    rollout engine (`rl-rollout`'s [`rl_rollout::RolloutEngine`]; by default the in-process
+//!    [`LocalEngine`] holding a copy of the policy's weights); the engine's log-probs, finish
+//!    reasons and weight versions are kept;
 //! 2. **score**: verification (`rl-verifier`) → reward mapping → overlong shaping
 //!    ([`rollout::Scorer`]);
 //! 3. **filter**: DAPO's dynamic-sampling batcher (`rl-sampler`) takes rounds until N groups
 //!    pass, each round sized to the run's keep rate;
 //! 4. **advantages** (`rl-advantage`; DA3PO's DAA: Ã_i = λ·Â_i for correct responses of groups
 //!    with p̂ < τ);
-//! 5. **old/reference log-probs** of the response tokens, fixed at the start of the step;
+//! 5. **old/reference log-probs** of the response tokens, fixed at the start of the step, and
+//!    the importance-sampling correction of the engine/trainer gap (`rl-loss`);
 //! 6. **update**: μ epochs over mini-batches of whole groups; micro-batches accumulate gradients
 //!    with the mini-batch's global token/sequence counts (`rl-loss`), so accumulation equals the
 //!    full-batch update; AdamW (PyTorch-style ε and decoupled weight decay) with linear warm-up
 //!    and global-norm clipping; non-finite updates are skipped and counted;
-//! 7. **metrics** as JSON lines with fixed names ([`StepMetrics`]); atomic checkpoints (HF
+//! 7. **sync weights** to the engine as version = steps done (asynchronous rollouts with a
+//!    staleness bound: `rollout.max_staleness`);
+//! 8. **metrics** as JSON lines with fixed names ([`StepMetrics`]); atomic checkpoints (HF
 //!    safetensors weights, optimizer moments, RNG, data cursor, keep-rate counts) from which
 //!    `resume` continues bit-for-bit.
 //!
@@ -25,6 +30,7 @@
 
 pub mod config;
 pub mod data;
+pub mod engine;
 mod error;
 pub mod eval;
 pub mod metrics;
@@ -37,9 +43,13 @@ mod trainer;
 pub mod update;
 
 pub use config::{ALGORITHMS, TrainConfig};
+pub use engine::{EngineHandle, EngineWorker, Generator, LocalEngine};
 pub use error::TrainerError;
 pub use eval::{EvalReport, TierEval};
 pub use metrics::{StepMetrics, read_metrics};
 pub use policy::Policy;
 pub use sft::{SftConfig, supervised_warm_start};
-pub use trainer::{Trainer, TrainerState, config_diff, end_token_ids, latest_checkpoint};
+pub use trainer::{
+    ImportanceWeights, SubmittedRound, Trainer, TrainerState, config_diff, end_token_ids,
+    latest_checkpoint,
+};

@@ -94,10 +94,29 @@ pub struct StepMetrics {
     pub response_len_max: usize,
     /// Fraction of generated responses that hit max_new_tokens.
     pub truncation_rate: f64,
-    /// Mean |sampler log-prob − trainer log-prob| over trained tokens (rollout/trainer mismatch).
+    /// Mean |log π_old − log π_rollout| over trained tokens (engine/trainer mismatch).
     pub logprob_mismatch: f64,
     /// Largest such difference.
     pub logprob_mismatch_max: f64,
+    /// Fraction of trained tokens whose importance weight was truncated (`token_tis`).
+    #[serde(default)]
+    pub is_frac_truncated: f64,
+    /// Fraction of trained tokens masked by the importance-sampling correction.
+    #[serde(default)]
+    pub is_frac_masked: f64,
+    /// The weight version trained in this step (optimizer steps before it).
+    #[serde(default)]
+    pub weight_version: u64,
+    /// Largest staleness (versions behind) of a trained rollout.
+    #[serde(default)]
+    pub staleness_max: u64,
+    /// Mean staleness of trained rollouts.
+    #[serde(default)]
+    pub staleness_mean: f64,
+    /// Groups generated but dropped: staler than `rollout.max_staleness`, or aborted by the
+    /// engine.
+    #[serde(default)]
+    pub stale_groups_dropped: usize,
     /// Verifier outcome counts of every generated response.
     pub outcomes: BTreeMap<String, u64>,
     /// Generated tokens per second during rollouts.
@@ -110,6 +129,9 @@ pub struct StepMetrics {
     pub time_logprobs_s: f64,
     /// Seconds in forward/backward/optimizer.
     pub time_train_s: f64,
+    /// Seconds handing the new weights to the rollout engine.
+    #[serde(default)]
+    pub time_sync_s: f64,
     /// Seconds for the whole step.
     pub time_step_s: f64,
     /// Optimizer updates applied in this step.
@@ -122,12 +144,13 @@ pub struct StepMetrics {
 }
 
 /// Names of the fields that depend on wall-clock time (excluded from determinism checks).
-pub const TIMING_FIELDS: [&str; 6] = [
+pub const TIMING_FIELDS: [&str; 7] = [
     "rollout_tokens_per_s",
     "train_tokens_per_s",
     "time_rollout_s",
     "time_logprobs_s",
     "time_train_s",
+    "time_sync_s",
     "time_step_s",
 ];
 

@@ -1,39 +1,41 @@
 //! The policy abstraction the trainer drives, and its implementation for Qwen3.
 //!
-//! Generation sits behind [`Policy::generate`]: the built-in implementation samples with the
-//! model's own KV-cache generator. Log-probs are computed only at the positions the loss reads
-//! ([`Policy::logprobs`] with per-sequence start positions).
+//! A policy computes log-probs (only at the positions the loss reads: [`Policy::logprobs`] with
+//! per-sequence start positions), saves and loads itself, and hands a copy of its weights to
+//! the in-process rollout engine ([`Policy::generator`]); generation itself belongs to the
+//! rollout engine (`crate::engine`).
 
 use std::path::Path;
 
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{EntropyMode, Generation, GenerationConfig, Qwen3, TokenLogProbs};
+use rl_models::{EntropyMode, Qwen3, TokenLogProbs};
 
 use crate::TrainerError;
+use crate::engine::Generator;
 
 /// A trainable language-model policy.
 pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static {
-    /// Samples one continuation per prompt (token ids) without building an autodiff graph.
-    /// Each [`Generation`] carries the sampler's own log-probs and its finish reason.
-    fn generate(
-        &self,
-        prompts: &[Vec<u32>],
-        config: &GenerationConfig,
-    ) -> Result<Vec<Generation>, TrainerError>;
+    /// The model the in-process engine samples with.
+    type Generator: Generator;
+
+    /// A copy of the current weights for generation (no autodiff graph).
+    fn generator(&self) -> Self::Generator;
 
     /// Log-probs of the tokens after `starts[b]`: `logprobs[b, j] = log p(ids[b][s+j+1] |
     /// ids[b][..=s+j])` with s = `starts[b]`, for right-padded sequences, shape `[batch,
     /// width]`, differentiable, plus the next-token entropy at the same positions when asked.
     /// The trainer passes s = prompt length − 1, so column j is response token j; only those
     /// positions go through the LM head. Columns past a sequence's end hold unspecified finite
-    /// values: mask them.
+    /// values: mask them. Log-probs (and entropies) are of softmax(logits / `temperature`), the
+    /// distribution the rollouts were sampled from.
     fn logprobs(
         &self,
         ids: &[Vec<u32>],
         starts: &[usize],
         width: usize,
         entropy: EntropyMode,
+        temperature: f32,
     ) -> Result<TokenLogProbs<B>, TrainerError>;
 
     /// The same log-probs without gradient, on the host: for sequence b, the
@@ -43,6 +45,7 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
         ids: &[Vec<u32>],
         starts: &[usize],
         width: usize,
+        temperature: f32,
     ) -> Result<Vec<Vec<f32>>, TrainerError>;
 
     /// Writes the weights (for Qwen3: HF `config.json` + `model.safetensors`).
@@ -56,12 +59,10 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
 }
 
 impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
-    fn generate(
-        &self,
-        prompts: &[Vec<u32>],
-        config: &GenerationConfig,
-    ) -> Result<Vec<Generation>, TrainerError> {
-        Ok(rl_models::generate(&self.valid(), prompts, config)?)
+    type Generator = Qwen3<B::InnerBackend>;
+
+    fn generator(&self) -> Self::Generator {
+        self.valid()
     }
 
     fn logprobs(
@@ -70,10 +71,18 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
         starts: &[usize],
         width: usize,
         entropy: EntropyMode,
+        temperature: f32,
     ) -> Result<TokenLogProbs<B>, TrainerError> {
         // The same padding as `token_logprobs_from_host`, so that π_θ and π_old see one batch.
         let (t, mask) = self.window_batch(ids, starts, width)?;
-        Ok(self.token_logprobs_from(t, Some(&mask), starts, width, entropy)?)
+        Ok(self.token_logprobs_from_tempered(
+            t,
+            Some(&mask),
+            starts,
+            width,
+            entropy,
+            temperature,
+        )?)
     }
 
     fn logprobs_detached(
@@ -81,8 +90,11 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
         ids: &[Vec<u32>],
         starts: &[usize],
         width: usize,
+        temperature: f32,
     ) -> Result<Vec<Vec<f32>>, TrainerError> {
-        let mut rows = self.valid().token_logprobs_from_host(ids, starts)?;
+        let mut rows = self
+            .valid()
+            .token_logprobs_from_host_tempered(ids, starts, temperature)?;
         for r in &mut rows {
             r.truncate(width);
         }

@@ -1,17 +1,17 @@
-//! The generation and scoring phases of a round: prompts → G responses each ([`generate_round`])
-//! → decoded, verified and shaped rollouts grouped by prompt ([`Scorer::score_round`]).
+//! The generation and scoring phases of a round: prompts → engine requests
+//! ([`round_requests`]) → G completions per prompt ([`group_completions`]) → decoded, verified
+//! and shaped rollouts grouped by prompt ([`Scorer::score_round`]).
 
 use std::sync::Arc;
 
-use burn::tensor::backend::AutodiffBackend;
 use rl_advantage::GroupId;
-use rl_models::{FinishReason, Generation, GenerationConfig, Tokenizer};
+use rl_models::Tokenizer;
+use rl_rollout::{Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion};
 use rl_sampler::RolloutGroup;
 use rl_verifier::{OutcomeCounts, OverlongPolicy, ResponseLength, RewardMap, Verifier};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
-use crate::policy::Policy;
 
 /// One scored response with everything the update needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -22,10 +22,12 @@ pub struct Rollout {
     pub prompt_ids: Arc<Vec<u32>>,
     /// Generated tokens (a final end token included).
     pub response: Vec<u32>,
-    /// The sampler's raw (temperature-1) log-prob of each generated token.
-    pub sampler_logp: Vec<f32>,
+    /// The engine's log-prob of each generated token (π_rollout, at the sampling temperature).
+    pub rollout_logp: Vec<f32>,
     /// Why generation stopped.
     pub finish: FinishReason,
+    /// The weight version that generated it.
+    pub version: WeightVersion,
     /// Decoded response (end tokens removed) as given to the verifier.
     pub text: String,
     /// Verifier verdict.
@@ -80,43 +82,62 @@ pub fn strip_end_tokens<'a>(tokens: &'a [u32], end_ids: &[u32]) -> &'a [u32] {
     body
 }
 
-/// Generation phase: `group_size` responses for each prompt, in chunks of `chunk` sequences
-/// (0 = all at once), each chunk with its own seed from `seeds`. Returns one vector of
-/// `group_size` generations per prompt, in prompt order.
-pub fn generate_round<B: AutodiffBackend, P: Policy<B>>(
-    policy: &P,
+/// The requests of a round: `group_size` samples of each prompt, in chunks of `chunk` sequences
+/// (0 = the whole round) that each take one seed from `seeds`. A prompt whose samples straddle
+/// a chunk boundary becomes two requests. With the local engine each chunk is one batch drawing
+/// streams 0, 1, … of its seed.
+pub fn round_requests(
     prompts: &[RoundPrompt<'_>],
     group_size: usize,
-    gen_cfg: &GenerationConfig,
+    params: &SamplingParams,
     chunk: usize,
     seeds: &mut dyn FnMut() -> u64,
-) -> Result<Vec<Vec<Generation>>, TrainerError> {
-    let inputs: Vec<Vec<u32>> = prompts
+) -> Vec<GenerateRequest> {
+    let total = prompts.len() * group_size;
+    let chunk = if chunk == 0 { total.max(1) } else { chunk };
+    let mut requests: Vec<GenerateRequest> = Vec::new();
+    let mut seed = 0;
+    for (row, p) in prompts
         .iter()
-        .flat_map(|p| std::iter::repeat_n(p.ids.as_ref().clone(), group_size))
-        .collect();
-    let chunk = if chunk == 0 { inputs.len() } else { chunk };
-    let mut gens = Vec::with_capacity(inputs.len());
-    for part in inputs.chunks(chunk.max(1)) {
-        let cfg = GenerationConfig {
-            seed: seeds(),
-            ..gen_cfg.clone()
-        };
-        let out = policy.generate(part, &cfg)?;
-        if out.len() != part.len() {
-            return Err(TrainerError::Generator {
-                message: format!(
-                    "{} sequences returned for {} prompts",
-                    out.len(),
-                    part.len()
-                ),
-            });
+        .flat_map(|p| std::iter::repeat_n(p, group_size))
+        .enumerate()
+    {
+        if row % chunk == 0 {
+            seed = seeds();
         }
-        gens.extend(out);
+        match requests.last_mut() {
+            Some(last) if row % chunk != 0 && row % group_size != 0 => last.n += 1,
+            _ => requests.push(GenerateRequest {
+                prompt_ids: p.ids.as_ref().clone(),
+                n: 1,
+                params: SamplingParams {
+                    seed,
+                    ..params.clone()
+                },
+            }),
+        }
     }
-    let mut it = gens.into_iter();
-    Ok(prompts
-        .iter()
+    requests
+}
+
+/// The replies to [`round_requests`] regrouped: `group_size` completions per prompt, in prompt
+/// order.
+pub fn group_completions(
+    replies: Vec<Vec<Completion>>,
+    prompts: usize,
+    group_size: usize,
+) -> Result<Vec<Vec<Completion>>, TrainerError> {
+    let all: Vec<Completion> = replies.into_iter().flatten().collect();
+    if all.len() != prompts * group_size {
+        return Err(TrainerError::Generator {
+            message: format!(
+                "{} completions for {prompts} prompts x {group_size} samples",
+                all.len()
+            ),
+        });
+    }
+    let mut it = all.into_iter();
+    Ok((0..prompts)
         .map(|_| it.by_ref().take(group_size).collect())
         .collect())
 }
@@ -127,7 +148,7 @@ impl Scorer<'_> {
     pub fn score(
         &self,
         prompt: &RoundPrompt<'_>,
-        g: Generation,
+        g: Completion,
         outcomes: &mut OutcomeCounts,
     ) -> Result<Rollout, TrainerError> {
         let text = self
@@ -137,15 +158,16 @@ impl Scorer<'_> {
         outcomes.record(&v.outcome);
         let length = ResponseLength {
             tokens: g.tokens.len(),
-            truncated: g.finish_reason == FinishReason::Length,
+            truncated: g.finish == FinishReason::Length,
         };
         let shaped = self.overlong.shape(self.rewards.reward(&v.outcome), length);
         Ok(Rollout {
             prompt_index: prompt.index,
             prompt_ids: prompt.ids.clone(),
             response: g.tokens,
-            sampler_logp: g.logprobs,
-            finish: g.finish_reason,
+            rollout_logp: g.logprobs,
+            finish: g.finish,
+            version: g.version,
             text,
             correct: v.outcome.is_correct(),
             reward: shaped.reward,
@@ -159,7 +181,7 @@ impl Scorer<'_> {
     pub fn score_round(
         &self,
         prompts: &[RoundPrompt<'_>],
-        generations: Vec<Vec<Generation>>,
+        generations: Vec<Vec<Completion>>,
         next_group: &mut u64,
         outcomes: &mut OutcomeCounts,
     ) -> Result<Vec<RolloutGroup<Rollout>>, TrainerError> {

@@ -1,15 +1,21 @@
 //! The trainer. One step is a composition of named phases ([`Trainer::step`]):
 //!
-//! 1. **generate** G responses per prompt ([`generate_round`]),
+//! 1. **generate** G responses per prompt with the rollout engine ([`Trainer::submit_round`],
+//!    [`Trainer::receive_round`]),
 //! 2. **score** them: decode, verify, shape rewards ([`Scorer::score_round`]),
 //! 3. **filter**: dynamic sampling keeps groups until N are kept ([`Trainer::collect_batch`]
 //!    repeats 1–3 in rounds sized by [`rl_sampler::RoundSizing`]),
 //! 4. **advantages** over the kept groups ([`Trainer::advantages`]),
-//! 5. **old/reference log-probs** of the response tokens ([`Trainer::behaviour_logprobs`]),
+//! 5. **old/reference log-probs** of the response tokens ([`Trainer::behaviour_logprobs`]) and
+//!    the importance-sampling correction against the engine's log-probs
+//!    ([`Trainer::importance_weights`]),
 //! 6. **update**: μ epochs × mini-batches of whole groups ([`Trainer::update`]),
-//! 7. **metrics** from the phases' outputs ([`step_metrics`]).
+//! 7. **sync weights** to the engine as the next version ([`Trainer::sync_weights`]),
+//! 8. **metrics** from the phases' outputs ([`step_metrics`]).
 //!
-//! Generation uses the trained policy itself, so there are no weights to synchronise.
+//! With `rollout.max_staleness = k ≥ 1` the engine runs on its own thread and the first round
+//! of step t+1 is submitted before step t's update ([`Trainer::prefetch`]), so generation
+//! overlaps training; rollouts more than k versions old are dropped.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -23,20 +29,28 @@ use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch};
-use rl_loss::LossMetrics;
-use rl_models::{FinishReason, GenerationConfig, Tokenizer};
+use rl_loss::{IsCorrection, IsStats, LossMetrics, sequence_weights};
+use rl_models::GgufDtype;
+use rl_models::{GenerationConfig, RowSeed, Tokenizer};
+use rl_rollout::{
+    Completion, FinishReason, LlamaCppEngine, LlamaServer, RetryPolicy, RolloutEngine,
+    SamplingParams, SglangEngine, WeightsKind, WeightsRef, staleness,
+};
 use rl_sampler::{BatchReport, BatcherConfig, DynamicBatcher, KeepRate, RolloutGroup};
 use rl_verifier::{OutcomeCounts, Verifier};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
-use crate::config::TrainConfig;
+use crate::config::{EngineConfig, TrainConfig};
 use crate::data::{Dataset, PromptRenderer, PromptSampler, SamplerState};
+use crate::engine::{EngineHandle, Generator, LocalEngine, Pending};
 use crate::eval::EvalReport;
 use crate::metrics::{MetricsWriter, StepMetrics, pass_rate_bin};
 use crate::optim::{AdamWOptimizer, first_non_finite_param, lr_at};
 use crate::policy::Policy;
-use crate::rollout::{Rollout, RoundPrompt, Scorer, generate_round, strip_end_tokens};
+use crate::rollout::{
+    Rollout, RoundPrompt, Scorer, group_completions, round_requests, strip_end_tokens,
+};
 use crate::update::{TrainSeq, policy_update};
 
 /// Everything besides weights and optimizer moments that a checkpoint restores.
@@ -83,6 +97,25 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     device: B::Device,
     writer: Option<MetricsWriter>,
     quiet: bool,
+    engine: EngineHandle,
+    prefetched: Option<SubmittedRound>,
+    is_correction: IsCorrection,
+}
+
+/// A round handed to the engine: the prompts (data-set indices) and its completions to come.
+pub struct SubmittedRound {
+    /// Data-set indices of the round's prompts.
+    pub prompts: Vec<usize>,
+    /// The engine's answer.
+    pub pending: Pending,
+}
+
+/// A finished round as a checkpoint stores it (`inflight.json`): with asynchronous rollouts the
+/// round generated for the next step while this one trained.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct SavedRound {
+    prompts: Vec<usize>,
+    completions: Vec<Vec<Completion>>,
 }
 
 /// Token ids that end a response: `<|im_end|>` and `<|endoftext|>` where the tokenizer has them.
@@ -183,7 +216,21 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             .unwrap_or_else(|| tokenizer.num_defined_ids())
             .min(policy.vocab_size());
         let sampler = PromptSampler::restore(train.len(), config.seed, state.sampler);
-        Ok(Self {
+        let engine = build_engine(
+            &config,
+            &policy,
+            &tokenizer,
+            allowed_vocab,
+            state.step as u64,
+        )?;
+        let in_process = engine.weights_kind() == WeightsKind::InProcess;
+        let needs_sync = engine.version() != state.step as u64;
+        let engine = EngineHandle::new(engine, config.rollout.max_staleness > 0)?;
+        let is_correction = config
+            .loss
+            .is_correction
+            .resolve(in_process && config.rollout.max_staleness == 0);
+        let mut trainer = Self {
             rendered: vec![None; train.len()],
             config,
             policy: Some(policy),
@@ -204,7 +251,72 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             device,
             writer: None,
             quiet: !std::io::stderr().is_terminal(),
-        })
+            engine,
+            prefetched: None,
+            is_correction,
+        };
+        // A remote engine that serves another version (a fresh server: the base model) gets
+        // this run's weights before the first round.
+        if needs_sync {
+            trainer.sync_weights()?;
+        }
+        Ok(trainer)
+    }
+
+    /// Generates rollouts with `engine` instead of the in-process [`LocalEngine`], on the
+    /// training thread with synchronous rollouts and on a background thread when
+    /// `rollout.max_staleness` ≥ 1. `loss.is_correction = "auto"` becomes `token_tis` (C = 2)
+    /// unless the engine shares this process and rollouts are synchronous. The engine is given
+    /// the current weights first unless it already serves this run's version.
+    pub fn with_engine(self, engine: Box<dyn RolloutEngine>) -> Result<Self, TrainerError> {
+        let background = self.config.rollout.max_staleness > 0;
+        self.install_engine(engine, background)
+    }
+
+    /// [`Trainer::with_engine`] with the engine always on a background thread (also with
+    /// synchronous rollouts, e.g. to keep a slow remote engine's calls off the training thread;
+    /// the results are the same as inline).
+    pub fn with_engine_in_background(
+        self,
+        engine: Box<dyn RolloutEngine>,
+    ) -> Result<Self, TrainerError> {
+        self.install_engine(engine, true)
+    }
+
+    fn install_engine(
+        mut self,
+        engine: Box<dyn RolloutEngine>,
+        background: bool,
+    ) -> Result<Self, TrainerError> {
+        let current = engine.version() == self.state.step as u64;
+        let in_process = engine.weights_kind() == WeightsKind::InProcess;
+        self.prefetched = None;
+        self.engine = EngineHandle::new(engine, background)?;
+        self.is_correction = self
+            .config
+            .loss
+            .is_correction
+            .resolve(in_process && self.config.rollout.max_staleness == 0);
+        if !current {
+            self.sync_weights()?;
+        }
+        Ok(self)
+    }
+
+    /// A new [`LocalEngine`] serving the current policy weights as the current version, with the
+    /// run's generation batch and allowed vocabulary (to wrap in a test or custom engine).
+    pub fn local_engine(&self) -> LocalEngine<P::Generator> {
+        LocalEngine::new(
+            self.policy().generator(),
+            self.state.step as u64,
+            self.config.rollout.generation_batch,
+            Some(self.allowed_vocab),
+        )
+    }
+
+    /// The importance-sampling correction in use (`auto` resolved).
+    pub fn is_correction(&self) -> IsCorrection {
+        self.is_correction
     }
 
     /// Continues the run saved at checkpoint folder `ckpt` (see [`latest_checkpoint`]).
@@ -244,9 +356,26 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         } else {
             None
         };
-        Self::assemble(
+        let inflight_path = ckpt.join("inflight.json");
+        let inflight: Option<SavedRound> = if inflight_path.exists() {
+            Some(
+                serde_json::from_str(
+                    &std::fs::read_to_string(&inflight_path)
+                        .map_err(|e| TrainerError::io(&inflight_path, e))?,
+                )
+                .map_err(|e| err(format!("inflight.json: {e}")))?,
+            )
+        } else {
+            None
+        };
+        let mut trainer = Self::assemble(
             config, policy, reference, optim, tokenizer, train, eval, device, state,
-        )
+        )?;
+        trainer.prefetched = inflight.map(|r| SubmittedRound {
+            prompts: r.prompts,
+            pending: Pending::Ready(Ok(r.completions)),
+        });
+        Ok(trainer)
     }
 
     /// The current policy.
@@ -303,6 +432,24 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         }
     }
 
+    /// The rollout sampling parameters (the seed is set per chunk).
+    fn sampling_params(&self) -> SamplingParams {
+        let r = &self.config.rollout;
+        SamplingParams {
+            temperature: r.temperature,
+            top_p: r.top_p,
+            top_k: r.top_k,
+            max_new_tokens: r.max_new_tokens,
+            stop_ids: self.end_ids.clone(),
+            seed: 0,
+        }
+    }
+
+    /// The temperature of every log-prob the loss reads (π_rollout, π_old, π_θ, π_ref).
+    fn logprob_temperature(&self) -> f32 {
+        self.sampling_params().logprob_temperature()
+    }
+
     /// avg@k / pass@k on the held-out set with a seed derived from the run seed and `tag`.
     pub fn evaluate(&mut self, tag: u64) -> Result<Option<EvalReport>, TrainerError> {
         let Some(eval) = &self.eval else {
@@ -324,10 +471,16 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             self.config.rollout.generation_batch
         };
         let mut correct = Vec::with_capacity(inputs.len());
-        let policy = self.policy.as_ref().expect("policy present");
+        let generator = self.policy().generator();
         for (c, part) in inputs.chunks(chunk.max(1)).enumerate() {
             gen_cfg.seed = self.config.seed ^ 0xE7A1_0000_0000 ^ (tag << 20) ^ c as u64;
-            for g in policy.generate(part, &gen_cfg)? {
+            let streams: Vec<RowSeed> = (0..part.len() as u64)
+                .map(|stream| RowSeed {
+                    seed: gen_cfg.seed,
+                    stream,
+                })
+                .collect();
+            for g in generator.generate(part, &gen_cfg, &streams)? {
                 let text = self
                     .tokenizer
                     .decode(strip_end_tokens(&g.tokens, &self.end_ids), false)?;
@@ -351,50 +504,89 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         Ok(Some(EvalReport::from_results(&results)))
     }
 
-    /// Generation rounds — generate, score, filter — until the batcher returns a batch. Each
-    /// round samples as many prompts as [`rl_sampler::RoundSizing`] says.
+    /// Generation phase, first half: samples the next round's prompts (as many as
+    /// [`rl_sampler::RoundSizing`] says for the groups still needed), draws one seed per chunk of
+    /// `rollout.generation_batch` sequences and hands the requests to the engine.
+    pub fn submit_round(&mut self) -> Result<SubmittedRound, TrainerError> {
+        let r = self.config.rollout.clone();
+        let needed = self
+            .config
+            .batch
+            .groups_per_step
+            .saturating_sub(self.batcher.pending());
+        let count = self.config.batch.round_sizing.prompts(
+            &self.state.keep_rate.with(&self.batcher.report()),
+            needed,
+            r.prompts_per_round,
+        );
+        let idx = self.sampler.next(count);
+        let rendered = self.render(&idx)?;
+        let prompts = round_prompts(&self.train, &idx, rendered);
+        let params = self.sampling_params();
+        let rng = &mut self.state.rng;
+        let mut seeds = || rng.next_u64();
+        let requests = round_requests(
+            &prompts,
+            r.group_size,
+            &params,
+            r.generation_batch,
+            &mut seeds,
+        );
+        let pending = self.engine.submit(requests)?;
+        Ok(SubmittedRound {
+            prompts: idx,
+            pending,
+        })
+    }
+
+    fn render(&mut self, idx: &[usize]) -> Result<Vec<Arc<Vec<u32>>>, TrainerError> {
+        idx.iter().map(|&i| self.prompt_ids(i)).collect()
+    }
+
+    /// Generation phase, second half: waits for a submitted round and returns G completions per
+    /// prompt, without the groups that may not be trained on — those with a completion more
+    /// than `rollout.max_staleness` versions behind the policy of this step, or aborted by the
+    /// engine — which are counted in `stats`.
+    pub fn receive_round(
+        &mut self,
+        round: SubmittedRound,
+        stats: &mut RolloutStats,
+    ) -> Result<(Vec<usize>, Vec<Vec<Completion>>), TrainerError> {
+        let replies = round.pending.wait()?;
+        let groups =
+            group_completions(replies, round.prompts.len(), self.config.rollout.group_size)?;
+        let policy_version = self.state.step as u64;
+        let k = self.config.rollout.max_staleness as u64;
+        let mut prompts = Vec::with_capacity(groups.len());
+        let mut kept = Vec::with_capacity(groups.len());
+        for (p, g) in round.prompts.into_iter().zip(groups) {
+            let stale = g.iter().any(|c| staleness(policy_version, c.version) > k);
+            let aborted = g.iter().any(|c| c.finish == FinishReason::Abort);
+            if stale || aborted {
+                stats.stale_groups_dropped += 1;
+                stats.dropped_responses += g.len();
+            } else {
+                prompts.push(p);
+                kept.push(g);
+            }
+        }
+        Ok((prompts, kept))
+    }
+
+    /// Generation rounds — generate, score, filter — until the batcher returns a batch. The
+    /// first round may have been submitted by [`Trainer::prefetch`] during the previous step.
     pub fn collect_batch(
         &mut self,
     ) -> Result<(Vec<RolloutGroup<Rollout>>, RolloutStats), TrainerError> {
-        let r = self.config.rollout.clone();
-        let gen_cfg = self.generation_config(r.temperature, r.top_p, r.top_k);
         let mut stats = RolloutStats::default();
         loop {
-            let needed = self
-                .config
-                .batch
-                .groups_per_step
-                .saturating_sub(self.batcher.pending());
-            let count = self.config.batch.round_sizing.prompts(
-                &self.state.keep_rate.with(&self.batcher.report()),
-                needed,
-                r.prompts_per_round,
-            );
-            let idx = self.sampler.next(count);
-            let rendered = idx
-                .iter()
-                .map(|&i| self.prompt_ids(i))
-                .collect::<Result<Vec<_>, _>>()?;
-            let prompts: Vec<RoundPrompt<'_>> = idx
-                .iter()
-                .zip(rendered)
-                .map(|(&i, ids)| RoundPrompt {
-                    index: i,
-                    ids,
-                    answer: &self.train.prompts[i].answer,
-                    tier: self.train.prompts[i].tier.clone(),
-                })
-                .collect();
-            let rng = &mut self.state.rng;
-            let mut seeds = || rng.next_u64();
-            let generations = generate_round(
-                self.policy.as_ref().expect("policy present"),
-                &prompts,
-                r.group_size,
-                &gen_cfg,
-                r.generation_batch,
-                &mut seeds,
-            )?;
+            let round = match self.prefetched.take() {
+                Some(r) => r,
+                None => self.submit_round()?,
+            };
+            let (idx, completions) = self.receive_round(round, &mut stats)?;
+            let rendered = self.render(&idx)?;
+            let prompts = round_prompts(&self.train, &idx, rendered);
             let scorer = Scorer {
                 verifier: self.verifier.as_ref(),
                 rewards: self.config.reward_map(),
@@ -404,7 +596,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             };
             let groups = scorer.score_round(
                 &prompts,
-                generations,
+                completions,
                 &mut self.state.next_group,
                 &mut stats.outcomes,
             )?;
@@ -415,6 +607,66 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 return Ok((batch.groups, stats));
             }
         }
+    }
+
+    /// With `rollout.max_staleness` ≥ 1: submits the next step's first round now, so that the
+    /// engine generates it (with the weights of this step's rollouts) while this step trains.
+    pub fn prefetch(&mut self) -> Result<(), TrainerError> {
+        if self.config.rollout.max_staleness > 0 && self.prefetched.is_none() {
+            self.prefetched = Some(self.submit_round()?);
+        }
+        Ok(())
+    }
+
+    /// Weight-sync phase: hands the policy's weights to the engine as version `state.step` —
+    /// in process for the local engine, else as HF safetensors in `out_dir/weights`.
+    pub fn sync_weights(&mut self) -> Result<(), TrainerError> {
+        let version = self.state.step as u64;
+        let weights = match self.engine.weights_kind() {
+            WeightsKind::InProcess => WeightsRef::InProcess(Box::new(self.policy().generator())),
+            WeightsKind::Directory => {
+                let dir = self
+                    .config
+                    .rollout
+                    .engine
+                    .weights_dir()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| self.config.out_dir.join("weights"));
+                let policy = self.policy.as_ref().expect("policy present");
+                atomic_dir(&dir, |tmp| policy.save(tmp))?;
+                WeightsRef::Directory(dir)
+            }
+        };
+        self.engine.update_weights(weights, version)?;
+        Ok(())
+    }
+
+    /// Importance-sampling phase: per-token weights and masks from π_old (`old`) and each
+    /// rollout's engine log-probs under `loss.is_correction` (resolved), with the mismatch
+    /// statistics.
+    pub fn importance_weights(
+        &self,
+        items: &[&Rollout],
+        old: &[Vec<f32>],
+    ) -> Result<ImportanceWeights, TrainerError> {
+        let mut out = ImportanceWeights {
+            active: !matches!(self.is_correction, IsCorrection::None | IsCorrection::Auto),
+            ..ImportanceWeights::default()
+        };
+        for (i, (r, o)) in items.iter().zip(old).enumerate() {
+            let w = sequence_weights(&self.is_correction, o, &r.rollout_logp).map_err(|e| {
+                TrainerError::Batch {
+                    sequence: i,
+                    message: format!("importance weights: {e}"),
+                }
+            })?;
+            if r.train {
+                out.stats.merge(&w.stats);
+            }
+            out.weights.push(w.weights);
+            out.keep.push(w.keep);
+        }
+        Ok(out)
     }
 
     /// Advantages of the kept groups' responses (explicit group ids), in group order.
@@ -440,9 +692,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         items: &[&Rollout],
     ) -> Result<BehaviourLogprobs, TrainerError> {
         let micro = self.config.optim.micro_batch;
-        let old = response_logprobs(self.policy(), items, micro)?;
+        let t = self.logprob_temperature();
+        let old = response_logprobs(self.policy(), items, micro, t)?;
         let reference = match &self.reference {
-            Some(rp) => Some(response_logprobs(rp, items, micro)?),
+            Some(rp) => Some(response_logprobs(rp, items, micro, t)?),
             None => None,
         };
         Ok(BehaviourLogprobs { old, reference })
@@ -452,6 +705,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// An update whose loss or gradient norm is not finite is skipped and counted; more than
     /// `optim.max_consecutive_skips` − 1 skips in a row stop training with
     /// [`TrainerError::Diverged`].
+    #[allow(clippy::too_many_arguments)]
     pub fn update(
         &mut self,
         step: usize,
@@ -460,7 +714,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         advantages: &[f64],
         old: &[Vec<f32>],
         reference: Option<&[Vec<f32>]>,
+        is: &ImportanceWeights,
     ) -> Result<UpdateStats, TrainerError> {
+        let temperature = self.logprob_temperature();
         let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
         let mut starts = Vec::with_capacity(groups.len());
         let mut k = 0;
@@ -490,6 +746,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                             ref_logp: reference.map(|v| v[i].as_slice()),
                             advantage: advantages[i] as f32,
                             train: r.train,
+                            is_weights: is.active.then(|| is.weights[i].as_slice()),
+                            keep: is.active.then(|| is.keep[i].as_slice()),
                         });
                         stats.trained_tokens += r.prompt_ids.len() + r.response.len();
                     }
@@ -502,6 +760,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                     &self.config.loss,
                     &batch,
                     micro,
+                    temperature,
                     &self.device,
                 )?;
                 self.policy = Some(out.policy);
@@ -536,14 +795,15 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let step = self.state.step + 1;
         let lr = lr_at(&self.config.optim, self.state.step);
 
-        let (groups, rollout) = self.collect_batch()?;
+        let (groups, rollout) = self.collect_batch()?; // generate → score → filter
         let time_rollout = t0.elapsed().as_secs_f64();
         let adv = self.advantages(&groups)?;
+        self.prefetch()?; // k ≥ 1: the next step's first round generates during this update
 
         let t1 = Instant::now();
         let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
         let BehaviourLogprobs { old, reference } = self.behaviour_logprobs(&items)?;
-        let mismatch = LogprobMismatch::measure(&items, &old);
+        let is = self.importance_weights(&items, &old)?;
         let time_logprobs = t1.elapsed().as_secs_f64();
 
         let t2 = Instant::now();
@@ -554,17 +814,31 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             &adv.advantages,
             &old,
             reference.as_deref(),
+            &is,
         )?;
         let time_train = t2.elapsed().as_secs_f64();
 
+        let version = self.state.step as u64;
         self.state.step = step;
-        self.state.rollouts += rollout.generated as u64;
-        let mut m = step_metrics(step, lr, &rollout, &groups, &adv, mismatch, &update);
+        let t3 = Instant::now();
+        self.sync_weights()?;
+        let time_sync = t3.elapsed().as_secs_f64();
+
+        self.state.rollouts += (rollout.generated + rollout.dropped_responses) as u64;
+        let mut m = step_metrics(step, lr, &rollout, &groups, &adv, &is.stats, &update);
+        m.weight_version = version;
+        let lags: Vec<u64> = items
+            .iter()
+            .map(|r| staleness(version, r.version))
+            .collect();
+        m.staleness_max = lags.iter().copied().max().unwrap_or(0);
+        m.staleness_mean = lags.iter().sum::<u64>() as f64 / lags.len().max(1) as f64;
         m.rollouts_total = self.state.rollouts;
         m.time_rollout_s = time_rollout;
         m.rollout_tokens_per_s = rollout.gen_tokens as f64 / time_rollout.max(1e-9);
         m.time_logprobs_s = time_logprobs;
         m.time_train_s = time_train;
+        m.time_sync_s = time_sync;
         m.train_tokens_per_s = update.trained_tokens as f64 / time_train.max(1e-9);
         m.time_step_s = t0.elapsed().as_secs_f64();
         Ok(m)
@@ -695,10 +969,36 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 message: e.to_string(),
             })?;
         let config = self.config.to_toml();
+        // A round generating for the next step is waited for and saved, so that a resumed run
+        // trains on the same rollouts (they were generated with the previous weights).
+        let inflight = match self.prefetched.take() {
+            Some(round) => {
+                let completions = round.pending.wait()?;
+                let saved = SavedRound {
+                    prompts: round.prompts.clone(),
+                    completions: completions.clone(),
+                };
+                self.prefetched = Some(SubmittedRound {
+                    prompts: round.prompts,
+                    pending: Pending::Ready(Ok(completions)),
+                });
+                Some(
+                    serde_json::to_string(&saved).map_err(|e| TrainerError::Checkpoint {
+                        path: dir.display().to_string(),
+                        message: e.to_string(),
+                    })?,
+                )
+            }
+            None => None,
+        };
+        let policy = self.policy.as_ref().expect("policy present");
         atomic_dir(&dir, |tmp| {
             policy.save(&tmp.join("model"))?;
             self.optim.save(policy, tmp)?;
             write_file(&tmp.join("state.json"), state.as_bytes())?;
+            if let Some(r) = &inflight {
+                write_file(&tmp.join("inflight.json"), r.as_bytes())?;
+            }
             write_file(&tmp.join("config.toml"), config.as_bytes())
         })?;
         let latest = root.join("latest");
@@ -748,6 +1048,10 @@ pub struct RolloutStats {
     pub outcomes: OutcomeCounts,
     /// The batcher's counters for the emitted batch.
     pub report: BatchReport,
+    /// Groups dropped before scoring: staler than `rollout.max_staleness`, or aborted.
+    pub stale_groups_dropped: usize,
+    /// Their responses.
+    pub dropped_responses: usize,
 }
 
 impl RolloutStats {
@@ -796,31 +1100,17 @@ pub struct UpdateStats {
     pub trained_tokens: usize,
 }
 
-/// |sampler log-prob − π_old log-prob| over the trained tokens.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct LogprobMismatch {
-    /// Mean.
-    pub mean: f64,
-    /// Largest.
-    pub max: f64,
-}
-
-impl LogprobMismatch {
-    fn measure(items: &[&Rollout], old: &[Vec<f32>]) -> Self {
-        let (mut sum, mut max, mut n) = (0.0f64, 0.0f64, 0usize);
-        for (r, o) in items.iter().zip(old) {
-            for (a, b) in r.sampler_logp.iter().zip(o) {
-                let d = (a - b).abs() as f64;
-                sum += d;
-                max = max.max(d);
-                n += 1;
-            }
-        }
-        LogprobMismatch {
-            mean: sum / n.max(1) as f64,
-            max,
-        }
-    }
+/// The importance-sampling correction of a step's rollouts (see [`rl_loss::IsCorrection`]).
+#[derive(Clone, Debug, Default)]
+pub struct ImportanceWeights {
+    /// False for `none`: the loss takes no weights and no masks.
+    pub active: bool,
+    /// Per rollout, one weight per response token.
+    pub weights: Vec<Vec<f32>>,
+    /// Per rollout, false where a response token is masked.
+    pub keep: Vec<Vec<bool>>,
+    /// |log π_old − log π_rollout|, truncation and mask counts over the trained tokens.
+    pub stats: IsStats,
 }
 
 /// Detached log-probs of each rollout's response tokens under `policy`, one vector of
@@ -829,6 +1119,7 @@ fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
     policy: &P,
     items: &[&Rollout],
     micro: usize,
+    temperature: f32,
 ) -> Result<Vec<Vec<f32>>, TrainerError> {
     let mut out = Vec::with_capacity(items.len());
     for (c, chunk) in items.chunks(micro.max(1)).enumerate() {
@@ -849,7 +1140,7 @@ fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
             .max()
             .unwrap_or(1)
             .max(1);
-        out.extend(policy.logprobs_detached(&ids, &starts, width)?);
+        out.extend(policy.logprobs_detached(&ids, &starts, width, temperature)?);
     }
     Ok(out)
 }
@@ -862,7 +1153,7 @@ pub fn step_metrics(
     rollout: &RolloutStats,
     groups: &[RolloutGroup<Rollout>],
     adv: &BatchAdvantages,
-    mismatch: LogprobMismatch,
+    is: &IsStats,
     update: &UpdateStats,
 ) -> StepMetrics {
     let per_response = |x: usize| x as f64 / rollout.generated.max(1) as f64;
@@ -917,8 +1208,11 @@ pub fn step_metrics(
             / items.len().max(1) as f64,
         response_len_max: items.iter().map(|r| r.response.len()).max().unwrap_or(0),
         truncation_rate: per_response(rollout.truncated),
-        logprob_mismatch: mismatch.mean,
-        logprob_mismatch_max: mismatch.max,
+        logprob_mismatch: is.abs_diff_mean(),
+        logprob_mismatch_max: is.abs_diff_max,
+        is_frac_truncated: is.frac_truncated(),
+        is_frac_masked: is.frac_masked(),
+        stale_groups_dropped: rollout.stale_groups_dropped,
         outcomes: rollout
             .outcomes
             .as_pairs()
@@ -933,6 +1227,120 @@ pub fn step_metrics(
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainerError> {
     std::fs::write(path, bytes).map_err(|e| TrainerError::io(path, e))
+}
+
+/// The engine of `config.rollout.engine` serving `policy`'s weights as `version`: the
+/// in-process [`LocalEngine`], or a llama-server started on 127.0.0.1 on a GGUF export of the
+/// weights (in `out_dir/engine/`), restarted on a new export at every weight sync.
+fn build_engine<B: AutodiffBackend, P: Policy<B>>(
+    config: &TrainConfig,
+    policy: &P,
+    tokenizer: &Tokenizer,
+    allowed_vocab: usize,
+    version: u64,
+) -> Result<Box<dyn RolloutEngine>, TrainerError> {
+    let (server, server_args, concurrency, timeout_s, max_retries) = match &config.rollout.engine {
+        EngineConfig::Local => {
+            return Ok(Box::new(LocalEngine::new(
+                policy.generator(),
+                version,
+                config.rollout.generation_batch,
+                Some(allowed_vocab),
+            )));
+        }
+        EngineConfig::Sglang {
+            url,
+            timeout_s,
+            max_retries,
+            ..
+        } => {
+            let retry = RetryPolicy {
+                timeout_s: *timeout_s,
+                max_retries: *max_retries,
+                backoff_s: 0.5,
+            };
+            // A fresh server serves the base model, not necessarily this run's version:
+            // version u64::MAX makes `with_engine`-style checks push the current weights first.
+            let engine = SglangEngine::new(url, retry, u64::MAX, policy.vocab_size())?;
+            engine.health()?;
+            return Ok(Box::new(engine));
+        }
+        EngineConfig::LlamaCpp {
+            server,
+            server_args,
+            concurrency,
+            timeout_s,
+            max_retries,
+        } => (server, server_args, concurrency, timeout_s, max_retries),
+    };
+    let dir = config.out_dir.join("engine");
+    let initial = dir.join("initial");
+    std::fs::create_dir_all(&initial).map_err(|e| TrainerError::io(&initial, e))?;
+    policy.save(&initial)?;
+    tokenizer.save(initial.join("tokenizer.json"))?;
+    let gguf = dir.join("model.gguf");
+    rl_models::export_gguf(&initial, &gguf, GgufDtype::F32)?;
+    let ctx = concurrency * (config.rollout.max_new_tokens + 2048);
+    let mut args: Vec<String> = [
+        "-c".to_string(),
+        ctx.to_string(),
+        "-np".into(),
+        concurrency.to_string(),
+        "-ctk".into(),
+        "f32".into(),
+        "-ctv".into(),
+        "f32".into(),
+        "-fa".into(),
+        "off".into(),
+    ]
+    .into();
+    args.extend(server_args.iter().cloned());
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| TrainerError::Generator {
+            message: format!("no free port on 127.0.0.1 for llama-server: {e}"),
+        })?
+        .port();
+    let wait = std::time::Duration::from_secs(300);
+    let mut srv = LlamaServer::start(server, &gguf, port, &args, &dir.join("server.log"), wait)?;
+    let url = srv.url();
+    let tok = tokenizer.clone();
+    let reload = Box::new(move |weights: &Path| -> Result<(), String> {
+        tok.save(weights.join("tokenizer.json"))
+            .map_err(|e| e.to_string())?;
+        rl_models::export_gguf(weights, &gguf, GgufDtype::F32).map_err(|e| e.to_string())?;
+        srv.restart(&gguf, wait).map_err(|e| e.to_string())
+    });
+    let policy_http = RetryPolicy {
+        timeout_s: *timeout_s,
+        max_retries: *max_retries,
+        backoff_s: 0.5,
+    };
+    Ok(Box::new(LlamaCppEngine::new(
+        &url,
+        policy_http,
+        version,
+        policy.vocab_size(),
+        *concurrency,
+        Some(reload),
+    )?))
+}
+
+/// The prompts of a round from their data-set indices and rendered ids.
+fn round_prompts<'a>(
+    train: &'a Dataset,
+    idx: &[usize],
+    rendered: Vec<Arc<Vec<u32>>>,
+) -> Vec<RoundPrompt<'a>> {
+    idx.iter()
+        .zip(rendered)
+        .map(|(&i, ids)| RoundPrompt {
+            index: i,
+            ids,
+            answer: &train.prompts[i].answer,
+            tier: train.prompts[i].tier.clone(),
+        })
+        .collect()
 }
 
 /// Fills a temporary sibling folder with `fill`, then renames it to `dir` (replacing an old

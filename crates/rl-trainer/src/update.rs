@@ -27,6 +27,17 @@ pub struct TrainSeq<'a> {
     pub advantage: f32,
     /// False: masked out of the loss (overlong filtering).
     pub train: bool,
+    /// Importance-sampling weight of each response token (`None` = 1).
+    pub is_weights: Option<&'a [f32]>,
+    /// False where the importance-sampling correction masks a token (`None` = all kept).
+    pub keep: Option<&'a [bool]>,
+}
+
+impl TrainSeq<'_> {
+    /// Whether response token j is in the loss.
+    fn trains(&self, j: usize) -> bool {
+        self.train && self.keep.is_none_or(|k| k.get(j).copied().unwrap_or(false))
+    }
 }
 
 /// Valid (trained) tokens and non-empty sequences of `seqs`: the global counts of a mini-batch.
@@ -34,7 +45,7 @@ pub fn counts(seqs: &[TrainSeq<'_>]) -> GlobalCounts {
     GlobalCounts::from_lengths(
         &seqs
             .iter()
-            .map(|s| if s.train { s.response.len() } else { 0 })
+            .map(|s| (0..s.response.len()).filter(|&j| s.trains(j)).count())
             .collect::<Vec<_>>(),
     )
 }
@@ -51,6 +62,7 @@ struct Aligned {
     old: Vec<f32>,
     reference: Vec<f32>,
     adv: Vec<f32>,
+    is_weights: Option<Vec<f32>>,
 }
 
 fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
@@ -71,10 +83,17 @@ fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
     let n = seqs.len() * width;
     let (mut mask, mut old, mut reference, mut adv) =
         (vec![false; n], vec![0f32; n], vec![0f32; n], vec![0f32; n]);
+    let mut is_weights = seqs
+        .iter()
+        .any(|s| s.is_weights.is_some())
+        .then(|| vec![1f32; n]);
     for (i, s) in seqs.iter().enumerate() {
         for j in 0..s.response.len() {
             let k = i * width + j;
-            mask[k] = s.train;
+            mask[k] = s.trains(j);
+            if let (Some(w), Some(sw)) = (is_weights.as_mut(), s.is_weights) {
+                w[k] = sw.get(j).copied().unwrap_or(1.0);
+            }
             // Lengths are checked by `check_lengths` on the RL path; the supervised path has no
             // old or reference log-probs and reads neither.
             old[k] = s.old_logp.get(j).copied().unwrap_or(0.0);
@@ -90,6 +109,7 @@ fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
         old,
         reference,
         adv,
+        is_weights,
     }
 }
 
@@ -110,6 +130,24 @@ fn check_lengths(seqs: &[TrainSeq<'_>], with_ref: bool) -> Result<(), TrainerErr
             return bad(format!(
                 "{} π_old log-probs for a {}-token response",
                 s.old_logp.len(),
+                s.response.len()
+            ));
+        }
+        if let Some(w) = s.is_weights
+            && w.len() != s.response.len()
+        {
+            return bad(format!(
+                "{} importance weights for a {}-token response",
+                w.len(),
+                s.response.len()
+            ));
+        }
+        if let Some(k) = s.keep
+            && k.len() != s.response.len()
+        {
+            return bad(format!(
+                "{} importance-sampling mask entries for a {}-token response",
+                k.len(),
                 s.response.len()
             ));
         }
@@ -153,7 +191,8 @@ pub struct UpdateOutcome<P> {
 /// back-propagated one at a time with the mini-batch's global counts, their gradients
 /// accumulated, then clipped and applied. A non-finite loss or gradient norm skips the update
 /// (see [`UpdateOutcome::applied`]); a sequence whose old or reference log-probs do not match
-/// its response length is an error.
+/// its response length is an error. Log-probs are of softmax(logits / `temperature`).
+#[allow(clippy::too_many_arguments)]
 pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     policy: P,
     optim: &mut AdamWOptimizer<B, P>,
@@ -161,6 +200,7 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     loss_cfg: &LossConfig,
     seqs: &[TrainSeq<'_>],
     micro: usize,
+    temperature: f32,
     device: &B::Device,
 ) -> Result<UpdateOutcome<P>, TrainerError> {
     let global = counts(seqs);
@@ -180,7 +220,7 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     for chunk in seqs.chunks(micro.max(1)) {
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
-        let lp = policy.logprobs(&a.ids, &a.starts, a.width, entropy)?;
+        let lp = policy.logprobs(&a.ids, &a.starts, a.width, entropy, temperature)?;
         let input = LossInput {
             logp: lp.logprobs,
             old_logp: tensor::<B>(a.old, shape, device),
@@ -188,6 +228,7 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
             mask: Tensor::from_data(TensorData::new(a.mask, shape), device),
             ref_logp: loss_cfg.kl.map(|_| tensor::<B>(a.reference, shape, device)),
             entropy: lp.entropy,
+            is_weights: a.is_weights.map(|w| tensor::<B>(w, shape, device)),
         };
         let out = compute_loss(loss_cfg, input, global)?;
         metrics.merge(&out.metrics);
@@ -230,6 +271,8 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
             ref_logp: None,
             advantage: 0.0,
             train: true,
+            is_weights: None,
+            keep: None,
         })
         .collect();
     let global = counts(&seqs);
@@ -238,7 +281,7 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
     for chunk in seqs.chunks(micro.max(1)) {
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
-        let lp = policy.logprobs(&a.ids, &a.starts, a.width, EntropyMode::None)?;
+        let lp = policy.logprobs(&a.ids, &a.starts, a.width, EntropyMode::None, 1.0)?;
         let mask: Tensor<B, 2, Bool> = Tensor::from_data(TensorData::new(a.mask, shape), device);
         let loss = aggregate(lp.logprobs.neg(), mask, Aggregation::TokenMean, global);
         total += loss.clone().into_scalar().elem::<f64>();

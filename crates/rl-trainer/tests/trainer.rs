@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use burn::backend::{Autodiff, Flex};
 use rl_advantage::EstimatorConfig;
 use rl_loss::{Aggregation, KlEstimator, PolicyLoss};
-use rl_models::{Qwen3, Qwen3Config};
+use rl_models::Qwen3;
 use rl_sampler::FilterConfig;
 use rl_trainer::config::{DataSection, PromptTemplate};
 use rl_trainer::data::{Dataset, PromptRenderer, PromptSampler, PromptText};
@@ -15,7 +14,8 @@ use rl_trainer::tasks::ArithmeticTask;
 use rl_trainer::{TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics};
 use rl_verifier::OverlongPolicy;
 
-type B = Autodiff<Flex>;
+mod common;
+use common::B;
 
 // The checkout this test runs from (cargo sets CARGO_MANIFEST_DIR when it runs a test); the
 // compile-time value can name another checkout when a build cache is shared between clones.
@@ -27,10 +27,7 @@ fn data_dir() -> PathBuf {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rlvr-trainer-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmp("trainer", name)
 }
 
 /// Paper defaults (algorithms.md §2–§6): DAPO clip-higher 0.2/0.28, token-mean, dynamic
@@ -339,11 +336,8 @@ fn tiny_run(
     rl_models::Tokenizer,
     Qwen3<B>,
 ) {
-    let tok = ArithmeticTask::tokenizer().unwrap();
     let (train, eval) = ArithmeticTask::default().split(3, 20, 4).unwrap();
-    let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
-    mc.eos_token_id = rl_trainer::end_token_ids(&tok);
-    let model: Qwen3<B> = mc.init_seeded(5, &Default::default()).unwrap();
+    let (model, tok) = common::task_model(5, None);
     (tiny_config(algo, out, steps), train, eval, tok, model)
 }
 
@@ -369,11 +363,23 @@ fn metric_lines(out: &Path) -> Vec<serde_json::Value> {
 
 /// GRPO (with its k3 KL to a frozen reference) on a random tiny Qwen3: every step trains,
 /// metrics are written, checkpoints rotate, and a run resumed from step 2 reproduces the
-/// uninterrupted run's metrics exactly (timing fields aside).
+/// uninterrupted run's metrics exactly (timing fields aside), with synchronous rollouts and
+/// with asynchronous ones (k = 1: the checkpoint holds the round generated for step 3 with the
+/// step-2 weights, which the resumed run trains on).
 #[test]
 fn grpo_runs_checkpoints_and_resumes_exactly() {
-    let a = tmp("full");
-    let (cfg, train, eval, tok, model) = tiny_run("grpo", &a, 4);
+    resumes_exactly(0);
+}
+
+#[test]
+fn grpo_with_asynchronous_rollouts_resumes_exactly() {
+    resumes_exactly(1);
+}
+
+fn resumes_exactly(k: usize) {
+    let a = tmp(&format!("full-k{k}"));
+    let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 4);
+    cfg.rollout.max_staleness = k;
     let mut t = Trainer::new(
         cfg,
         model.clone(),
@@ -400,8 +406,9 @@ fn grpo_runs_checkpoints_and_resumes_exactly() {
         .collect();
     assert_eq!(ckpts.len(), 3, "step-2, step-4 and latest: {ckpts:?}");
 
-    let b = tmp("resumed");
-    let (cfg2, ..) = tiny_run("grpo", &b, 2);
+    let b = tmp(&format!("resumed-k{k}"));
+    let (mut cfg2, ..) = tiny_run("grpo", &b, 2);
+    cfg2.rollout.max_staleness = k;
     let mut t = Trainer::new(
         cfg2,
         model,
@@ -415,7 +422,9 @@ fn grpo_runs_checkpoints_and_resumes_exactly() {
     t.run(|_| {}).unwrap();
     drop(t);
     let ckpt = latest_checkpoint(&b).unwrap();
-    let (cfg4, ..) = tiny_run("grpo", &b, 4);
+    assert_eq!(ckpt.join("inflight.json").exists(), k > 0);
+    let (mut cfg4, ..) = tiny_run("grpo", &b, 4);
+    cfg4.rollout.max_staleness = k;
     let mut r =
         Trainer::<B, Qwen3<B>>::resume(cfg4, &ckpt, tok, train, Some(eval), Default::default())
             .unwrap();
@@ -423,6 +432,9 @@ fn grpo_runs_checkpoints_and_resumes_exactly() {
     assert_eq!(r.step_count(), 2);
     r.run(|_| {}).unwrap();
     assert_eq!(metric_lines(&a), metric_lines(&b));
+    if k > 0 {
+        assert!(full[2..].iter().all(|m| m.staleness_max == 1));
+    }
 }
 
 #[test]
@@ -487,12 +499,9 @@ struct InfiniteGradient<Bk: burn::tensor::backend::Backend> {
 }
 
 impl rl_trainer::Policy<B> for InfiniteGradient<B> {
-    fn generate(
-        &self,
-        prompts: &[Vec<u32>],
-        config: &rl_models::GenerationConfig,
-    ) -> Result<Vec<rl_models::Generation>, TrainerError> {
-        <Qwen3<B> as rl_trainer::Policy<B>>::generate(&self.inner, prompts, config)
+    type Generator = <Qwen3<B> as rl_trainer::Policy<B>>::Generator;
+    fn generator(&self) -> Self::Generator {
+        rl_trainer::Policy::<B>::generator(&self.inner)
     }
     fn logprobs(
         &self,
@@ -500,6 +509,7 @@ impl rl_trainer::Policy<B> for InfiniteGradient<B> {
         starts: &[usize],
         width: usize,
         entropy: rl_models::EntropyMode,
+        temperature: f32,
     ) -> Result<rl_models::TokenLogProbs<B>, TrainerError> {
         let mut lp = <Qwen3<B> as rl_trainer::Policy<B>>::logprobs(
             &self.inner,
@@ -507,6 +517,7 @@ impl rl_trainer::Policy<B> for InfiniteGradient<B> {
             starts,
             width,
             entropy,
+            temperature,
         )?;
         let zero = lp.logprobs.clone() - lp.logprobs.clone().detach();
         lp.logprobs = lp.logprobs + zero.mul_scalar(f32::NAN);
@@ -517,8 +528,15 @@ impl rl_trainer::Policy<B> for InfiniteGradient<B> {
         ids: &[Vec<u32>],
         starts: &[usize],
         width: usize,
+        temperature: f32,
     ) -> Result<Vec<Vec<f32>>, TrainerError> {
-        <Qwen3<B> as rl_trainer::Policy<B>>::logprobs_detached(&self.inner, ids, starts, width)
+        <Qwen3<B> as rl_trainer::Policy<B>>::logprobs_detached(
+            &self.inner,
+            ids,
+            starts,
+            width,
+            temperature,
+        )
     }
     fn save(&self, dir: &Path) -> Result<(), TrainerError> {
         rl_trainer::Policy::<B>::save(&self.inner, dir)

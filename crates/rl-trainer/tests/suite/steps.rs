@@ -167,6 +167,7 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
         &ids,
         &[prompt.len() - 1],
         response.len(),
+        1.0,
     )
     .unwrap()
     .remove(0);
@@ -183,9 +184,11 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
             ref_logp: None,
             advantage: adv,
             train: true,
+            is_weights: None,
+            keep: None,
         };
         let out =
-            policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, &dev()).unwrap();
+            policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, 1.0, &dev()).unwrap();
         assert!(out.applied);
         let after = response_logprob_sum(&out.policy, &prompt, &response);
         assert!(
@@ -222,8 +225,10 @@ fn old_log_probs_of_the_wrong_length_are_an_error() {
             ref_logp: reference,
             advantage: 1.0,
             train: true,
+            is_weights: None,
+            keep: None,
         };
-        let e = policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, &dev())
+        let e = policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, 1.0, &dev())
             .err()
             .unwrap();
         assert!(

@@ -1,0 +1,427 @@
+//! Rollout engines on the trainer's side: the in-process [`LocalEngine`] (the default) and the
+//! [`EngineWorker`] thread that drives any [`RolloutEngine`] in the background for
+//! asynchronous rollouts.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use burn::tensor::backend::Backend;
+use rl_models::{FinishReason as ModelFinish, Generation, GenerationConfig, Qwen3, RowSeed};
+use rl_rollout::{
+    Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, SamplingParams,
+    WeightVersion, WeightsKind, WeightsRef, check_completions,
+};
+
+use crate::TrainerError;
+
+/// A model that can sample continuations in process: what [`LocalEngine`] runs (for Qwen3, the
+/// trained model without autodiff).
+pub trait Generator: Send + 'static {
+    /// One continuation per prompt; prompt i draws from `streams[i]`.
+    fn generate(
+        &self,
+        prompts: &[Vec<u32>],
+        config: &GenerationConfig,
+        streams: &[RowSeed],
+    ) -> Result<Vec<Generation>, TrainerError>;
+
+    /// Rows of the output distribution.
+    fn vocab_size(&self) -> usize;
+
+    /// The same architecture with the weights of a folder written by `Policy::save`, on this
+    /// model's device.
+    fn load_dir(&self, dir: &Path) -> Result<Self, TrainerError>
+    where
+        Self: Sized;
+}
+
+impl<B: Backend> Generator for Qwen3<B> {
+    fn generate(
+        &self,
+        prompts: &[Vec<u32>],
+        config: &GenerationConfig,
+        streams: &[RowSeed],
+    ) -> Result<Vec<Generation>, TrainerError> {
+        Ok(rl_models::generate_seeded(self, prompts, config, streams)?)
+    }
+
+    fn vocab_size(&self) -> usize {
+        self.config().vocab_size
+    }
+
+    fn load_dir(&self, dir: &Path) -> Result<Self, TrainerError> {
+        Ok(Qwen3::load(dir, &self.device())?)
+    }
+}
+
+/// The in-process engine: a copy of the policy's weights (without autodiff) and the model's own
+/// KV-cache sampler.
+///
+/// A call's samples are generated in batches of at most `max_batch` sequences (0 = the whole
+/// call), cut where the sampling parameters change. Sample k of a request with seed s draws
+/// from `ChaCha8Rng::seed_from_u64(s)` on stream o + k, where o counts the samples of earlier
+/// requests of the same call with the same seed: requests with distinct seeds are independent
+/// streams, and a caller that gives all requests of a batch one seed gets the streams 0, 1, …
+/// of that seed in order (the trainer's rounds do this, as its generator did before it was an
+/// engine). Log-probs are of softmax(logits / T) over the whole vocabulary.
+pub struct LocalEngine<G: Generator> {
+    model: G,
+    version: WeightVersion,
+    max_batch: usize,
+    allowed_vocab: Option<usize>,
+}
+
+impl<G: Generator> LocalEngine<G> {
+    /// An engine serving `model` as `version`. `allowed_vocab`: only ids below it are sampled
+    /// (the tokenizer's defined ids); `None` = all.
+    pub fn new(
+        model: G,
+        version: WeightVersion,
+        max_batch: usize,
+        allowed_vocab: Option<usize>,
+    ) -> Self {
+        Self {
+            model,
+            version,
+            max_batch,
+            allowed_vocab,
+        }
+    }
+
+    /// The weights it generates with.
+    pub fn model(&self) -> &G {
+        &self.model
+    }
+
+    fn generation_config(&self, p: &SamplingParams) -> GenerationConfig {
+        GenerationConfig {
+            max_new_tokens: p.max_new_tokens,
+            temperature: p.temperature,
+            top_p: p.top_p,
+            top_k: p.top_k,
+            seed: p.seed,
+            eos_token_ids: p.stop_ids.clone(),
+            stop_token_ids: Vec::new(),
+            allowed_vocab_size: self.allowed_vocab,
+        }
+    }
+}
+
+/// Batch key: everything but the seed.
+fn same_batch(a: &SamplingParams, b: &SamplingParams) -> bool {
+    a.temperature == b.temperature
+        && a.top_p == b.top_p
+        && a.top_k == b.top_k
+        && a.max_new_tokens == b.max_new_tokens
+        && a.stop_ids == b.stop_ids
+}
+
+impl<G: Generator> RolloutEngine for LocalEngine<G> {
+    fn name(&self) -> String {
+        "local".into()
+    }
+
+    fn generate(
+        &mut self,
+        requests: &[GenerateRequest],
+    ) -> Result<Vec<Vec<Completion>>, EngineError> {
+        for (i, r) in requests.iter().enumerate() {
+            r.validate("local", i)?;
+        }
+        // One row per sample: (request, stream).
+        let mut next_stream: HashMap<u64, u64> = HashMap::new();
+        let mut rows: Vec<(usize, RowSeed)> = Vec::new();
+        for (i, r) in requests.iter().enumerate() {
+            let o = next_stream.entry(r.params.seed).or_insert(0);
+            for _ in 0..r.n {
+                rows.push((
+                    i,
+                    RowSeed {
+                        seed: r.params.seed,
+                        stream: *o,
+                    },
+                ));
+                *o += 1;
+            }
+        }
+        let cap = if self.max_batch == 0 {
+            rows.len().max(1)
+        } else {
+            self.max_batch
+        };
+        let mut out: Vec<Vec<Completion>> =
+            requests.iter().map(|r| Vec::with_capacity(r.n)).collect();
+        let mut lo = 0;
+        while lo < rows.len() {
+            let params = &requests[rows[lo].0].params;
+            let mut hi = lo + 1;
+            while hi < rows.len()
+                && hi - lo < cap
+                && same_batch(params, &requests[rows[hi].0].params)
+            {
+                hi += 1;
+            }
+            let prompts: Vec<Vec<u32>> = rows[lo..hi]
+                .iter()
+                .map(|&(i, _)| requests[i].prompt_ids.clone())
+                .collect();
+            let streams: Vec<RowSeed> = rows[lo..hi].iter().map(|&(_, s)| s).collect();
+            let gens = self
+                .model
+                .generate(&prompts, &self.generation_config(params), &streams)
+                .map_err(|e| EngineError::Generation {
+                    engine: "local".into(),
+                    message: e.to_string(),
+                })?;
+            if gens.len() != prompts.len() {
+                return Err(EngineError::Generation {
+                    engine: "local".into(),
+                    message: format!("{} samples for {} prompts", gens.len(), prompts.len()),
+                });
+            }
+            for (&(i, _), g) in rows[lo..hi].iter().zip(gens) {
+                out[i].push(Completion {
+                    tokens: g.tokens,
+                    logprobs: g.logprobs,
+                    finish: match g.finish_reason {
+                        ModelFinish::Eos | ModelFinish::Stop => FinishReason::Stop,
+                        ModelFinish::Length => FinishReason::Length,
+                    },
+                    version: self.version,
+                });
+            }
+            lo = hi;
+        }
+        check_completions("local", requests, &out, self.model.vocab_size())?;
+        Ok(out)
+    }
+
+    fn update_weights(
+        &mut self,
+        weights: WeightsRef,
+        version: WeightVersion,
+    ) -> Result<WeightVersion, EngineError> {
+        let fail = |message: String| EngineError::Weights {
+            engine: "local".into(),
+            version,
+            message,
+        };
+        self.model = match weights {
+            WeightsRef::InProcess(any) => *any.downcast::<G>().map_err(|_| {
+                fail(format!(
+                    "the in-process weights are not a `{}`",
+                    std::any::type_name::<G>()
+                ))
+            })?,
+            WeightsRef::Directory(dir) => {
+                self.model.load_dir(&dir).map_err(|e| fail(e.to_string()))?
+            }
+        };
+        self.version = version;
+        Ok(version)
+    }
+
+    fn version(&self) -> WeightVersion {
+        self.version
+    }
+
+    fn weights_kind(&self) -> WeightsKind {
+        WeightsKind::InProcess
+    }
+}
+
+enum Job {
+    Generate(
+        Vec<GenerateRequest>,
+        Sender<Result<Vec<Vec<Completion>>, EngineError>>,
+    ),
+    Update(
+        WeightsRef,
+        WeightVersion,
+        Sender<Result<WeightVersion, EngineError>>,
+    ),
+}
+
+/// A [`RolloutEngine`] on its own thread: jobs run one at a time in submission order, so a
+/// weight update sent after a generation applies after it. Dropping the worker stops the thread.
+pub struct EngineWorker {
+    name: String,
+    kind: WeightsKind,
+    jobs: Option<Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A generation submitted to an [`EngineWorker`] or run inline.
+pub enum Pending {
+    /// Finished (inline engines, or results restored from a checkpoint).
+    Ready(Result<Vec<Vec<Completion>>, EngineError>),
+    /// Running on the worker.
+    Waiting(String, Receiver<Result<Vec<Vec<Completion>>, EngineError>>),
+}
+
+impl Pending {
+    /// Waits for the completions.
+    pub fn wait(self) -> Result<Vec<Vec<Completion>>, EngineError> {
+        match self {
+            Pending::Ready(r) => r,
+            Pending::Waiting(name, rx) => rx.recv().unwrap_or_else(|_| {
+                Err(EngineError::Stopped {
+                    engine: name,
+                    message: "the rollout thread ended before answering (it panicked?)".into(),
+                })
+            }),
+        }
+    }
+}
+
+impl EngineWorker {
+    /// Moves `engine` onto a new thread.
+    pub fn spawn(mut engine: Box<dyn RolloutEngine>) -> Result<Self, EngineError> {
+        let name = engine.name();
+        let kind = engine.weights_kind();
+        let (tx, rx) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("rlvr-rollouts".into())
+            .spawn(move || {
+                for job in rx {
+                    // A dropped receiver means the trainer no longer waits: nothing to report.
+                    match job {
+                        Job::Generate(reqs, reply) => {
+                            let _ = reply.send(engine.generate(&reqs));
+                        }
+                        Job::Update(w, v, reply) => {
+                            let _ = reply.send(engine.update_weights(w, v));
+                        }
+                    }
+                }
+            })
+            .map_err(|e| EngineError::Stopped {
+                engine: name.clone(),
+                message: format!("cannot start the rollout thread: {e}"),
+            })?;
+        Ok(Self {
+            name,
+            kind,
+            jobs: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    fn send(&self, job: Job) -> Result<(), EngineError> {
+        self.jobs
+            .as_ref()
+            .and_then(|tx| tx.send(job).ok())
+            .ok_or_else(|| EngineError::Stopped {
+                engine: self.name.clone(),
+                message: "the rollout thread is gone".into(),
+            })
+    }
+
+    /// Queues a generation.
+    pub fn submit(&self, requests: Vec<GenerateRequest>) -> Result<Pending, EngineError> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Job::Generate(requests, tx))?;
+        Ok(Pending::Waiting(self.name.clone(), rx))
+    }
+
+    /// Queues a weight update (after every queued generation) and waits for it.
+    pub fn update_weights(
+        &self,
+        weights: WeightsRef,
+        version: WeightVersion,
+    ) -> Result<WeightVersion, EngineError> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Job::Update(weights, version, tx))?;
+        rx.recv().unwrap_or_else(|_| {
+            Err(EngineError::Stopped {
+                engine: self.name.clone(),
+                message: "the rollout thread ended during a weight update".into(),
+            })
+        })
+    }
+
+    /// The engine's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The kind of weights the engine takes.
+    pub fn weights_kind(&self) -> WeightsKind {
+        self.kind
+    }
+}
+
+impl Drop for EngineWorker {
+    fn drop(&mut self) {
+        self.jobs.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// How the trainer drives its engine: on the training thread (synchronous rollouts), or on an
+/// [`EngineWorker`] so that generation overlaps the update (asynchronous rollouts).
+pub enum EngineHandle {
+    /// Calls run on the caller's thread.
+    Inline(Box<dyn RolloutEngine>),
+    /// Calls run on a background thread, in order.
+    Background(EngineWorker),
+}
+
+impl EngineHandle {
+    /// `engine` inline, or on its own thread when `background`.
+    pub fn new(engine: Box<dyn RolloutEngine>, background: bool) -> Result<Self, EngineError> {
+        Ok(if background {
+            EngineHandle::Background(EngineWorker::spawn(engine)?)
+        } else {
+            EngineHandle::Inline(engine)
+        })
+    }
+
+    /// Starts a generation (inline: runs it now).
+    pub fn submit(&mut self, requests: Vec<GenerateRequest>) -> Result<Pending, EngineError> {
+        match self {
+            EngineHandle::Inline(e) => Ok(Pending::Ready(e.generate(&requests))),
+            EngineHandle::Background(w) => w.submit(requests),
+        }
+    }
+
+    /// Loads weights as `version` after every submitted generation; checks the engine's answer.
+    pub fn update_weights(
+        &mut self,
+        weights: WeightsRef,
+        version: WeightVersion,
+    ) -> Result<WeightVersion, EngineError> {
+        let got = match self {
+            EngineHandle::Inline(e) => e.update_weights(weights, version)?,
+            EngineHandle::Background(w) => w.update_weights(weights, version)?,
+        };
+        if got != version {
+            return Err(EngineError::VersionNotAdvanced {
+                engine: self.name(),
+                expected: version,
+                got,
+            });
+        }
+        Ok(got)
+    }
+
+    /// The engine's name.
+    pub fn name(&self) -> String {
+        match self {
+            EngineHandle::Inline(e) => e.name(),
+            EngineHandle::Background(w) => w.name().to_string(),
+        }
+    }
+
+    /// The kind of weights the engine takes.
+    pub fn weights_kind(&self) -> WeightsKind {
+        match self {
+            EngineHandle::Inline(e) => e.weights_kind(),
+            EngineHandle::Background(w) => w.weights_kind(),
+        }
+    }
+}
