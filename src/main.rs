@@ -32,6 +32,8 @@ enum Command {
     Train(cli::train::TrainArgs),
     /// Compare algorithms (default GRPO, DAPO, DA3PO) on the embedded task over seeds at equal rollout budgets.
     Compare(cli::compare::CompareArgs),
+    /// Write a Qwen3 checkpoint (HF layout with tokenizer.json) as GGUF for llama.cpp.
+    ExportGguf(cli::export_gguf::ExportGgufArgs),
 }
 
 #[global_allocator]
@@ -60,6 +62,7 @@ fn main() {
         Command::Mix(args) => cli::mix::run(args, &mut io),
         Command::Train(args) => cli::train::run(args, &mut io),
         Command::Compare(args) => cli::compare::run(args, &mut io),
+        Command::ExportGguf(args) => cli::export_gguf::run(args, &mut io),
     };
     std::process::exit(code);
 }
