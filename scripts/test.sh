@@ -12,6 +12,18 @@ cd "$(dirname "$0")/.."
 # tokenizer test; a no-op when it is already in .cache/.
 bash scripts/fetch-qwen3-tokenizer.sh
 
+# llama.cpp's llama-server for the rollout-engine tests (crates/rl-trainer/tests/llama_cpp.rs),
+# built from the sources in PyPI's llama-cpp-python archive and cached in ~/.cache/rlvr-llama
+# (cold: ~12 min on 2 cores; warm: a version check). Required under CI; elsewhere the tests that
+# need it are skipped with a message when it cannot be built.
+if ! bash scripts/build-llama-server.sh >/dev/null; then
+    if [ "${CI:-}" = true ]; then
+        echo "error: llama-server could not be built (scripts/build-llama-server.sh)" >&2
+        exit 1
+    fi
+    echo "warning: llama-server could not be built; its tests will be skipped" >&2
+fi
+
 cargo test --workspace "$@"
 
 # The `rlvr` Python package (crates/rl-py): built as a wheel, installed offline into a fresh

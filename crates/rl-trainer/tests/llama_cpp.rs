@@ -1,0 +1,414 @@
+//! A real llama.cpp server as the rollout engine (`scripts/build-llama-server.sh` builds it from
+//! the llama.cpp sources vendored in PyPI's llama-cpp-python archive; the test command's
+//! scripts/test.sh runs that first). On 127.0.0.1 only; every server is stopped on drop.
+//!
+//! - parity: a tiny random Qwen3 with the real Qwen3 tokenizer, exported to GGUF f32: greedy
+//!   continuations of 5 prompts are identical token for token between rl-models and
+//!   llama-server, and the per-token log-probs agree within 1e-3;
+//! - training through the engine: 3 GRPO steps of the embedded task with llama-server
+//!   generating, a weight sync (GGUF re-export + restart) after every step; the engine's version
+//!   advances, and after the last sync its log-probs match the trainer's weights;
+//! - a server killed mid-run: the step fails with an error naming llama.cpp and its URL, and the
+//!   last checkpoint resumes.
+//!
+//! Without a llama-server binary these tests fail under CI (CI=true) and are skipped with a
+//! message elsewhere.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use burn::module::AutodiffModule;
+use rl_models::{GgufDtype, Qwen3, Qwen3Config, Tokenizer, export_gguf};
+use rl_rollout::{
+    GenerateRequest, LlamaCppEngine, LlamaServer, RetryPolicy, RolloutEngine, SamplingParams,
+};
+use rl_trainer::tasks::ArithmeticTask;
+use rl_trainer::{
+    LocalEngine, Policy, TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics,
+};
+
+mod common;
+use common::B;
+
+fn repo() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .join("../..")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    common::tmp("llama", name)
+}
+
+/// A required file: its path, or `None` (skip) outside CI; under CI a missing file fails.
+fn required(path: PathBuf, how: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let msg = format!("{} is missing ({how})", path.display());
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{msg}");
+    }
+    eprintln!("skipping: {msg}");
+    None
+}
+
+fn llama_server() -> Option<PathBuf> {
+    let p = std::env::var_os("RLVR_LLAMA_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let base = std::env::var_os("RLVR_LLAMA_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var("HOME").unwrap_or_default())
+                        .join(".cache/rlvr-llama")
+                });
+            base.join("bin/llama-server")
+        });
+    required(p, "run `bash scripts/build-llama-server.sh`")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn server_args() -> Vec<String> {
+    [
+        "-c",
+        "512",
+        "-np",
+        "4",
+        "-t",
+        "2",
+        "-b",
+        "512",
+        "--no-warmup",
+        // f32 K/V cache and no flash attention: llama.cpp's CPU flash attention works in f16
+        // (log-probs then differ by up to 7e-3 on this model; 1e-4 with these flags).
+        "-ctk",
+        "f32",
+        "-ctv",
+        "f32",
+        "-fa",
+        "off",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Writes `model` and `tok` as a GGUF file in `dir`.
+fn export(model: &Qwen3<B>, tok: &Tokenizer, dir: &Path) -> PathBuf {
+    Policy::<B>::save(model, dir).unwrap();
+    tok.save(dir.join("tokenizer.json")).unwrap();
+    let gguf = dir.join("model.gguf");
+    export_gguf(dir, &gguf, GgufDtype::F32).unwrap();
+    gguf
+}
+
+fn greedy(prompt: Vec<u32>, stop: &[u32], n: usize) -> GenerateRequest {
+    GenerateRequest {
+        prompt_ids: prompt,
+        n: 1,
+        params: SamplingParams {
+            temperature: 0.0,
+            max_new_tokens: n,
+            stop_ids: stop.to_vec(),
+            seed: 0,
+            ..SamplingParams::default()
+        },
+    }
+}
+
+#[test]
+fn greedy_continuations_and_log_probs_match_llama_server() {
+    let (Some(bin), Some(tok_path)) = (
+        llama_server(),
+        required(
+            repo().join(".cache/qwen3-tokenizer/tokenizer.json"),
+            "run `bash scripts/fetch-qwen3-tokenizer.sh`",
+        ),
+    ) else {
+        return;
+    };
+    let tok = Tokenizer::from_file(&tok_path).unwrap();
+    let mut cfg = Qwen3Config::tiny(151_936);
+    cfg.initializer_range = 0.3; // sharp logits: a clear argmax at every step
+    cfg.eos_token_id = rl_trainer::end_token_ids(&tok);
+    let model: Qwen3<B> = cfg.init_seeded(11, &Default::default()).unwrap();
+    let dir = tmp("parity");
+    let gguf = export(&model, &tok, &dir);
+    let server = LlamaServer::start(
+        &bin,
+        &gguf,
+        free_port(),
+        &server_args(),
+        &dir.join("server.log"),
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    let stop = rl_trainer::end_token_ids(&tok);
+    let prompts = [
+        "The capital of France is",
+        "1 + 1 =",
+        "def fibonacci(n):",
+        "<|im_start|>user\nWhat is 7 times 8?<|im_end|>\n<|im_start|>assistant\n",
+        "Ünïcödé and emoji 🙂 test",
+    ];
+    let requests: Vec<GenerateRequest> = prompts
+        .iter()
+        .map(|p| greedy(tok.encode(p).unwrap(), &stop, 12))
+        .collect();
+    let mut local = LocalEngine::new(model.valid(), 0, 0, None);
+    let ours = local.generate(&requests).unwrap();
+    let mut engine =
+        LlamaCppEngine::new(&server.url(), RetryPolicy::default(), 0, 151_936, 2, None).unwrap();
+    let theirs = engine.generate(&requests).unwrap();
+    let mut worst = 0.0f32;
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        let (a, b) = (&a[0], &b[0]);
+        assert_eq!(
+            a.tokens, b.tokens,
+            "prompt {i} ({:?}): rl-models vs llama-server",
+            prompts[i]
+        );
+        assert_eq!(a.finish, b.finish, "prompt {i}");
+        for (x, y) in a.logprobs.iter().zip(&b.logprobs) {
+            worst = worst.max((x - y).abs());
+        }
+        if std::env::var_os("RLVR_DEBUG").is_some() {
+            eprintln!("{:?}\n{:?}", a.logprobs, b.logprobs);
+        }
+    }
+    eprintln!("largest |log-prob difference| rl-models vs llama-server: {worst:.2e}");
+    assert!(worst < 1e-3, "{worst}");
+}
+
+fn task_model() -> (Qwen3<B>, Tokenizer) {
+    common::task_model(5, None)
+}
+
+/// [`common::grpo_one_update`] with a checkpoint after every step.
+fn task_config(out: &Path, steps: usize) -> TrainConfig {
+    let mut c = common::grpo_one_update(out, steps);
+    c.checkpoint.every = 1;
+    c
+}
+
+/// A llama-server managed for a trainer: the reload hook copies the tokenizer next to the
+/// trainer's weights, exports them as GGUF and restarts the server on the new file.
+fn managed_engine(
+    bin: &Path,
+    tok: &Tokenizer,
+    dir: &Path,
+    model: &Qwen3<B>,
+    version: u64,
+) -> (LlamaCppEngine, Arc<Mutex<LlamaServer>>) {
+    std::fs::create_dir_all(dir.join("initial")).unwrap();
+    let gguf = export(model, tok, &dir.join("initial"));
+    let server = Arc::new(Mutex::new(
+        LlamaServer::start(
+            bin,
+            &gguf,
+            free_port(),
+            &server_args(),
+            &dir.join("server.log"),
+            Duration::from_secs(120),
+        )
+        .unwrap(),
+    ));
+    let url = server.lock().unwrap().url();
+    let (s, t, d) = (server.clone(), tok.clone(), dir.to_path_buf());
+    let reload = Box::new(move |weights: &Path| -> Result<(), String> {
+        t.save(weights.join("tokenizer.json"))
+            .map_err(|e| e.to_string())?;
+        let out = d.join("synced.gguf");
+        export_gguf(weights, &out, GgufDtype::F32).map_err(|e| e.to_string())?;
+        s.lock()
+            .map_err(|e| e.to_string())?
+            .restart(&out, Duration::from_secs(120))
+            .map_err(|e| e.to_string())
+    });
+    let policy = RetryPolicy {
+        timeout_s: 60.0,
+        max_retries: 1,
+        backoff_s: 0.2,
+    };
+    let engine = LlamaCppEngine::new(
+        &url,
+        policy,
+        version,
+        model.config().vocab_size,
+        4,
+        Some(reload),
+    )
+    .unwrap();
+    (engine, server)
+}
+
+#[test]
+fn training_through_llama_server_syncs_weights_and_survives_a_killed_server() {
+    let Some(bin) = llama_server() else { return };
+    let (model, tok) = task_model();
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    let dir = tmp("train");
+    let out = dir.join("run");
+    let (engine, server) = managed_engine(&bin, &tok, &dir, &model, 0);
+    let t = Trainer::new(
+        task_config(&out, 3),
+        model,
+        tok.clone(),
+        train.clone(),
+        None,
+        Default::default(),
+    )
+    .unwrap();
+    let mut t = t.with_engine(Box::new(engine)).unwrap();
+    t.set_quiet(true);
+    t.run(|_| {}).unwrap();
+    let m = read_metrics(&out.join("metrics.jsonl")).unwrap();
+    assert_eq!(
+        m.iter().map(|s| s.weight_version).collect::<Vec<_>>(),
+        vec![0, 1, 2]
+    );
+    for s in &m {
+        // The engine always holds the weights being trained (k = 0): only kernel rounding.
+        assert!(
+            s.logprob_mismatch_max < 1e-3,
+            "step {}: {}",
+            s.step,
+            s.logprob_mismatch_max
+        );
+        assert!(s.time_sync_s > 0.0);
+    }
+    // After the last sync the server serves the trained weights: its log-probs of its own
+    // greedy continuations equal the trainer's.
+    let (mut probe, _probe_server) = {
+        let url = server.lock().unwrap().url();
+        (
+            LlamaCppEngine::new(
+                &url,
+                RetryPolicy::default(),
+                3,
+                tok.num_defined_ids(),
+                1,
+                None,
+            )
+            .unwrap(),
+            (),
+        )
+    };
+    let stop = rl_trainer::end_token_ids(&tok);
+    let prompt = tok.encode("12+34=").unwrap();
+    let c = probe
+        .generate(&[greedy(prompt.clone(), &stop, 6)])
+        .unwrap()
+        .remove(0)
+        .remove(0);
+    let trained = t.policy();
+    let ids = [prompt.clone(), c.tokens.clone()].concat();
+    let lp = trained
+        .logprobs_detached(&[ids], &[prompt.len() - 1], c.tokens.len(), 1.0)
+        .unwrap();
+    for (a, b) in lp[0].iter().zip(&c.logprobs) {
+        assert!((a - b).abs() < 1e-3, "{a} vs {b}");
+    }
+
+    // Kill the server (SIGKILL) under a running trainer: the next step fails naming the engine,
+    // and the last checkpoint resumes with a fresh server.
+    let pid = server.lock().unwrap().pid().unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    let mut cfg5 = task_config(&out, 5);
+    cfg5.steps = 5;
+    drop(t);
+    let ckpt = latest_checkpoint(&out).unwrap();
+    let r = Trainer::<B, Qwen3<B>>::resume(
+        cfg5.clone(),
+        &ckpt,
+        tok.clone(),
+        train.clone(),
+        None,
+        Default::default(),
+    )
+    .unwrap();
+    let url = server.lock().unwrap().url();
+    let dead = LlamaCppEngine::new(
+        &url,
+        RetryPolicy {
+            timeout_s: 5.0,
+            max_retries: 1,
+            backoff_s: 0.1,
+        },
+        3,
+        tok.num_defined_ids(),
+        1,
+        None,
+    )
+    .unwrap();
+    let mut r = r.with_engine(Box::new(dead)).unwrap();
+    r.set_quiet(true);
+    let e = r.step().unwrap_err();
+    assert!(matches!(e, TrainerError::Engine(_)), "{e}");
+    assert!(
+        e.to_string().contains("llama.cpp") && e.to_string().contains(&url),
+        "{e}"
+    );
+    drop(r);
+    let r =
+        Trainer::<B, Qwen3<B>>::resume(cfg5, &ckpt, tok.clone(), train, None, Default::default())
+            .unwrap();
+    let policy = r.policy().clone();
+    let (engine, _server2) = managed_engine(&bin, &tok, &dir.join("again"), &policy, 3);
+    let mut r = r.with_engine(Box::new(engine)).unwrap();
+    r.set_quiet(true);
+    r.run(|_| {}).unwrap();
+    assert_eq!(read_metrics(&out.join("metrics.jsonl")).unwrap().len(), 5);
+}
+
+/// `[rollout.engine] kind = "llama_cpp"` in a TOML config: the trainer exports its weights,
+/// starts llama-server itself, trains through it and re-exports after every step; `auto`
+/// importance sampling becomes token TIS (C = 2) for the remote engine.
+#[test]
+fn a_toml_config_starts_and_syncs_a_managed_llama_server() {
+    let Some(bin) = llama_server() else { return };
+    let (model, tok) = task_model();
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    let out = tmp("toml");
+    let toml = format!(
+        "[rollout.engine]\nkind = \"llama_cpp\"\nserver = {:?}\nconcurrency = 2\ntimeout_s = 60.0\n",
+        bin.display().to_string()
+    );
+    let cfg = TrainConfig::from_toml_str(&toml, &task_config(&out, 2)).unwrap();
+    let mut t = Trainer::new(cfg, model, tok, train, None, Default::default()).unwrap();
+    assert_eq!(
+        t.is_correction(),
+        rl_loss::IsCorrection::TokenTis { cap: 2.0 }
+    );
+    t.set_quiet(true);
+    t.run(|_| {}).unwrap();
+    let m = read_metrics(&out.join("metrics.jsonl")).unwrap();
+    assert_eq!(
+        m.iter().map(|s| s.weight_version).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    assert!(
+        m.iter()
+            .all(|s| s.logprob_mismatch_max < 1e-3 && s.is_frac_truncated == 0.0)
+    );
+    assert!(out.join("engine/model.gguf").exists() && out.join("engine/server.log").exists());
+
+    let bad =
+        TrainConfig::from_toml_str("[rollout.engine]\nkind = \"vllm\"\n", &task_config(&out, 2))
+            .unwrap_err()
+            .to_string();
+    assert!(bad.contains("vllm") && bad.contains("llama_cpp"), "{bad}");
+}

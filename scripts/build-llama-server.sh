@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's `llama-server` for the engine tests, from the llama.cpp sources vendored in
+# PyPI's llama-cpp-python source archive (Debian 12 has no llama.cpp package, and only package
+# registries are reachable). The result is cached outside the clone and reused:
+#
+#   bash scripts/build-llama-server.sh      # prints the path of llama-server
+#
+# Cache: $RLVR_LLAMA_DIR (default ~/.cache/rlvr-llama): dl/ (the sdist), src/, build/, bin/.
+# Cold build: 12 min with -j2 on the 2-core machine (../shared/reference/scale.md; measured
+# again on the first CI run, see docs/rollout.md); warm: a version check, under a second.
+# Needs cmake >= 3.21 (Debian: apt-get install cmake) and a C++17 compiler.
+set -euo pipefail
+VERSION=0.3.36
+SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+ROOT="${RLVR_LLAMA_DIR:-$HOME/.cache/rlvr-llama}"
+BIN="$ROOT/bin/llama-server"
+
+if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
+    echo "$BIN"
+    exit 0
+fi
+
+if ! command -v cmake >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "build-llama-server: installing cmake from Debian" >&2
+        apt-get install -y cmake >&2
+    else
+        echo "build-llama-server: cmake >= 3.21 is needed (Debian: apt-get install cmake)" >&2
+        exit 1
+    fi
+fi
+
+mkdir -p "$ROOT/dl" "$ROOT/bin"
+SDIST="$ROOT/dl/llama_cpp_python-$VERSION.tar.gz"
+if [ ! -f "$SDIST" ]; then
+    # Straight from PyPI's file host: `pip download --no-binary :all:` would prepare the sdist's
+    # metadata, which builds its build backend (and cmake) from source.
+    echo "build-llama-server: downloading llama-cpp-python==$VERSION (source archive, ~77 MB)" >&2
+    python3 - "$SDIST.part" <<'PY'
+import sys, urllib.request
+url = ("https://files.pythonhosted.org/packages/ec/e9/"
+       "e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/"
+       "llama_cpp_python-0.3.36.tar.gz")
+with urllib.request.urlopen(url, timeout=600) as r, open(sys.argv[1], "wb") as f:
+    while chunk := r.read(1 << 20):
+        f.write(chunk)
+PY
+    echo "$SHA256  $SDIST.part" | sha256sum -c --quiet - >&2
+    mv "$SDIST.part" "$SDIST"
+fi
+SRC="$ROOT/src/llama_cpp_python-$VERSION"
+if [ ! -d "$SRC/vendor/llama.cpp" ]; then
+    rm -rf "$ROOT/src"
+    mkdir -p "$ROOT/src"
+    tar -xzf "$SDIST" -C "$ROOT/src"
+fi
+start=$(date +%s)
+cmake -S "$SRC/vendor/llama.cpp" -B "$ROOT/build" \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF >&2
+cmake --build "$ROOT/build" --target llama-server -j"$(nproc)" >&2
+cp "$ROOT/build/bin/llama-server" "$BIN.tmp"
+mv "$BIN.tmp" "$BIN"
+echo "build-llama-server: built in $(( $(date +%s) - start )) s" >&2
+"$BIN" --version >&2
+echo "$BIN"
