@@ -120,6 +120,46 @@ impl HttpClient {
         self.call("POST", path, Some(body))
     }
 
+    /// `POST path` once per body, at most `concurrency` requests in flight (each with the
+    /// client's retries); the replies in the order of `bodies`. For engines that batch
+    /// concurrent requests on the server (llama.cpp slots, vLLM's continuous batching).
+    pub fn post_many(
+        &self,
+        path: &str,
+        bodies: &[Value],
+        concurrency: usize,
+    ) -> Vec<Result<Value, EngineError>> {
+        let mut replies: Vec<Option<Result<Value, EngineError>>> =
+            (0..bodies.len()).map(|_| None).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots = std::sync::Mutex::new(&mut replies);
+        std::thread::scope(|s| {
+            for _ in 0..concurrency.max(1).min(bodies.len()) {
+                s.spawn(|| {
+                    loop {
+                        let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(body) = bodies.get(j) else { break };
+                        let r = self.post(path, body);
+                        if let Ok(mut g) = slots.lock() {
+                            g[j] = Some(r);
+                        }
+                    }
+                });
+            }
+        });
+        replies
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    Err(EngineError::Stopped {
+                        engine: self.engine.clone(),
+                        message: format!("POST {path}: a request thread ended without an answer"),
+                    })
+                })
+            })
+            .collect()
+    }
+
     fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, EngineError> {
         let request = format!("{method} {path}");
         let attempts = self.policy.max_retries + 1;

@@ -1,7 +1,8 @@
 //! # rl-rollout — generation as a service
 //!
 //! The interface between an RL trainer and whatever generates its rollouts: the trainer's own
-//! model in process, or an inference engine (SGLang, vLLM, llama.cpp) over HTTP. Token ids go in,
+//! model in process, or an inference engine over HTTP ([`SglangEngine`], [`VllmEngine`],
+//! [`LlamaCppEngine`]; [`ManagedServer`] starts and restarts a server on 127.0.0.1). Token ids go in,
 //! token ids come out; no tokenizer, no tensors, no burn — a trainer written against
 //! [`RolloutEngine`] runs with any engine.
 //!
@@ -33,11 +34,15 @@ mod error;
 pub mod http;
 pub mod llama_cpp;
 mod request;
+mod server;
 pub mod sglang;
+pub mod vllm;
 
 pub use engine::{RolloutEngine, WeightsKind, WeightsRef, check_completions, staleness};
 pub use error::EngineError;
 pub use http::{HttpClient, RetryPolicy};
-pub use llama_cpp::{LlamaCppEngine, LlamaServer};
+pub use llama_cpp::{LLAMA_SERVER_LAUNCH, LlamaCppEngine};
 pub use request::{Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion};
+pub use server::{ManagedServer, Reload};
 pub use sglang::SglangEngine;
+pub use vllm::{VLLM_LAUNCH, VllmEngine, VllmOptions};

@@ -1,7 +1,8 @@
 //! llama.cpp's `llama-server` as a rollout engine: `POST /completion` with a token-id prompt,
 //! one request per sample (the server batches concurrent requests over its `-np` slots), ids
 //! and log-probs from the reply; weights are synchronised by re-exporting the GGUF file and
-//! restarting a server this process manages ([`LlamaServer`]).
+//! restarting a server this process manages ([`crate::ManagedServer`], launched with
+//! [`LLAMA_SERVER_LAUNCH`]).
 //!
 //! Log-probs: at T = 1 (and for greedy decoding) llama-server's `completion_probabilities[i]
 //! .logprob` is log softmax(logits) — the contract of [`crate::Completion::logprobs`]. At T ≠ 1
@@ -10,20 +11,19 @@
 //! vocabulary. T ≠ 1 together with top-k or top-p is refused: the server can report only the
 //! truncated distribution then.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::http::{HttpClient, RetryPolicy};
+use crate::server::{Reload, wait_healthy};
 use crate::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, WeightVersion,
     WeightsKind, WeightsRef, check_completions,
 };
 
-/// Turns a weights folder (HF safetensors) into a GGUF file and (re)starts the server on it.
-pub type Reload = Box<dyn FnMut(&Path) -> Result<(), String> + Send>;
+/// How [`crate::ManagedServer`] starts llama-server on a model: `llama-server -m MODEL …`.
+pub const LLAMA_SERVER_LAUNCH: &[&str] = &["-m"];
 
 /// A llama-server client.
 pub struct LlamaCppEngine {
@@ -147,26 +147,6 @@ impl LlamaCppEngine {
     }
 }
 
-fn wait_healthy(client: &HttpClient, wait: Duration) -> Result<(), EngineError> {
-    let start = Instant::now();
-    let probe = HttpClient::new(
-        client.engine(),
-        client.base(),
-        RetryPolicy {
-            timeout_s: 5.0,
-            max_retries: 0,
-            backoff_s: 0.0,
-        },
-    )?;
-    loop {
-        match probe.get("/health") {
-            Ok(_) => return Ok(()),
-            Err(e) if start.elapsed() >= wait => return Err(e),
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
-}
-
 impl RolloutEngine for LlamaCppEngine {
     fn name(&self) -> String {
         format!("llama.cpp {}", self.client.base())
@@ -194,42 +174,22 @@ impl RolloutEngine for LlamaCppEngine {
                 });
             }
         }
-        // One job per sample; sample k of a request uses seed + k.
-        let jobs: Vec<(usize, Value)> = requests
+        // One request per sample; sample k of a request uses seed + k.
+        let (owner, bodies): (Vec<usize>, Vec<Value>) = requests
             .iter()
             .enumerate()
             .flat_map(|(i, r)| {
                 (0..r.n).map(move |k| (i, Self::body(r, r.params.seed.wrapping_add(k as u64))))
             })
-            .collect();
-        let mut replies: Vec<Option<Result<Value, EngineError>>> =
-            (0..jobs.len()).map(|_| None).collect();
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots = std::sync::Mutex::new(&mut replies);
-        std::thread::scope(|s| {
-            for _ in 0..self.concurrency.min(jobs.len()) {
-                s.spawn(|| {
-                    loop {
-                        let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((_, body)) = jobs.get(j) else { break };
-                        let r = self.client.post("/completion", body);
-                        if let Ok(mut g) = slots.lock() {
-                            g[j] = Some(r);
-                        }
-                    }
-                });
-            }
-        });
+            .unzip();
+        let replies = self
+            .client
+            .post_many("/completion", &bodies, self.concurrency);
         let mut out: Vec<Vec<Completion>> =
             requests.iter().map(|r| Vec::with_capacity(r.n)).collect();
-        for ((i, _), reply) in jobs.iter().zip(replies) {
-            let v = reply.unwrap_or_else(|| {
-                Err(EngineError::Stopped {
-                    engine: name.clone(),
-                    message: "a request thread ended without an answer".into(),
-                })
-            })?;
-            out[*i].push(self.parse(&requests[*i], *i, &v)?);
+        for (&i, reply) in owner.iter().zip(replies) {
+            let v = reply?;
+            out[i].push(self.parse(&requests[i], i, &v)?);
         }
         check_completions(&name, requests, &out, self.vocab_size)?;
         Ok(out)
@@ -262,100 +222,5 @@ impl RolloutEngine for LlamaCppEngine {
 
     fn weights_kind(&self) -> WeightsKind {
         WeightsKind::Directory
-    }
-}
-
-/// A `llama-server` process this program started (on 127.0.0.1), stopped on drop.
-pub struct LlamaServer {
-    binary: PathBuf,
-    port: u16,
-    args: Vec<String>,
-    child: Option<Child>,
-    log: PathBuf,
-}
-
-impl LlamaServer {
-    /// Starts `binary -m model --host 127.0.0.1 --port port args…` and waits (up to `wait`) for
-    /// `/health`; the server's output goes to `log`.
-    pub fn start(
-        binary: &Path,
-        model: &Path,
-        port: u16,
-        args: &[String],
-        log: &Path,
-        wait: Duration,
-    ) -> Result<Self, EngineError> {
-        let mut s = Self {
-            binary: binary.to_path_buf(),
-            port,
-            args: args.to_vec(),
-            child: None,
-            log: log.to_path_buf(),
-        };
-        s.restart(model, wait)?;
-        Ok(s)
-    }
-
-    /// The server's URL.
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Stops the server and starts it again on `model`.
-    pub fn restart(&mut self, model: &Path, wait: Duration) -> Result<(), EngineError> {
-        self.stop();
-        let engine = format!("llama-server {}", self.url());
-        let log = std::fs::File::create(&self.log).map_err(|e| EngineError::Stopped {
-            engine: engine.clone(),
-            message: format!("{}: {e}", self.log.display()),
-        })?;
-        let err_log = log.try_clone().map_err(|e| EngineError::Stopped {
-            engine: engine.clone(),
-            message: e.to_string(),
-        })?;
-        let child = Command::new(&self.binary)
-            .arg("-m")
-            .arg(model)
-            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err_log)
-            .spawn()
-            .map_err(|e| EngineError::Stopped {
-                engine: engine.clone(),
-                message: format!("cannot start {}: {e}", self.binary.display()),
-            })?;
-        self.child = Some(child);
-        let client = HttpClient::new("llama-server", &self.url(), RetryPolicy::default())?;
-        if let Err(e) = wait_healthy(&client, wait) {
-            let tail = std::fs::read_to_string(&self.log).unwrap_or_default();
-            let tail: String = tail.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
-            self.stop();
-            return Err(EngineError::Stopped {
-                engine,
-                message: format!("not healthy within {:?}: {e}; log: {tail}", wait),
-            });
-        }
-        Ok(())
-    }
-
-    /// Kills the server (SIGKILL) and waits for it.
-    pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// The process id, while running.
-    pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-}
-
-impl Drop for LlamaServer {
-    fn drop(&mut self) {
-        self.stop();
     }
 }

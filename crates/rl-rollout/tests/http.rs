@@ -2,9 +2,10 @@
 //! connections, no retry on 4xx or on a garbled body, timeouts, connection refused — every error
 //! names the engine, the URL and the request. Bounded: at most a few requests, a few seconds.
 //!
-//! Then the SGLang client against the same scripted server answering in SGLang's documented
-//! `/generate` and `/update_weights_from_disk` formats (constructed from the docs and from the
-//! response shapes RL frameworks parse, not recorded from a live server, which needs a GPU).
+//! Then the SGLang and vLLM clients against the same scripted server answering in SGLang's
+//! documented `/generate` and `/update_weights_from_disk` formats and vLLM's OpenAI
+//! `/v1/completions` and `/v1/models` formats (constructed from the engines' protocol definitions
+//! and the response shapes RL frameworks parse, not recorded from live servers, which need a GPU).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rl_rollout::{
     EngineError, FinishReason, GenerateRequest, HttpClient, RetryPolicy, RolloutEngine,
-    SamplingParams, SglangEngine, WeightsRef,
+    SamplingParams, SglangEngine, VllmEngine, VllmOptions, WeightsRef,
 };
 use serde_json::json;
 
@@ -348,4 +349,246 @@ fn sglang_weight_updates_send_the_folder_and_check_success() {
         matches!(err, EngineError::UnsupportedWeights { .. }),
         "{err}"
     );
+}
+
+fn vllm_request(n: usize, temperature: f32, top_k: usize, seed: u64) -> GenerateRequest {
+    GenerateRequest {
+        prompt_ids: vec![1, 2, 3],
+        n,
+        params: SamplingParams {
+            temperature,
+            top_k,
+            max_new_tokens: 4,
+            stop_ids: vec![9],
+            seed,
+            ..SamplingParams::default()
+        },
+    }
+}
+
+fn vllm(url: &str, processed_logprobs: bool) -> VllmEngine {
+    let options = VllmOptions {
+        model: Some("qwen".into()),
+        concurrency: 1,
+        processed_logprobs,
+    };
+    VllmEngine::new(url, policy(0, 5.0), 7, 10, options, None).unwrap()
+}
+
+/// A `/v1/completions` reply with one choice, shaped as vLLM's `CompletionResponse` with
+/// `logprobs = 0` and `return_token_ids = true`.
+fn vllm_reply(ids: &[u32], lps: &[f32], finish: &str) -> String {
+    json!({
+        "id": "cmpl-1", "object": "text_completion", "created": 0, "model": "qwen",
+        "choices": [{
+            "index": 0, "text": "x", "finish_reason": finish, "stop_reason": null,
+            "prompt_token_ids": [1, 2, 3], "token_ids": ids,
+            "logprobs": {
+                "text_offset": vec![0; ids.len()],
+                "token_logprobs": lps,
+                "tokens": ids.iter().map(|i| format!("token_id:{i}")).collect::<Vec<_>>(),
+                "top_logprobs": ids.iter().zip(lps).map(|(i, l)| json!({format!("token_id:{i}"): l})).collect::<Vec<_>>(),
+            },
+        }],
+        "usage": {"prompt_tokens": 3, "completion_tokens": ids.len(), "total_tokens": 3 + ids.len()},
+    })
+    .to_string()
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Two requests (n = 2 and n = 1) go out as three `/v1/completions`, one per sample, with the
+/// sample's seed (seed + k), `logprobs = 0` and `return_token_ids`; ids, log-probs and finish
+/// reasons come back in request order.
+#[test]
+fn vllm_generate_sends_one_request_per_sample_and_reads_the_documented_reply() {
+    let srv = serve(vec![
+        Reply::Status(200, leak(vllm_reply(&[5, 9], &[-0.5, -0.25], "stop"))),
+        Reply::Status(
+            200,
+            leak(vllm_reply(
+                &[7, 7, 7, 7],
+                &[-1.0, -1.5, -2.0, -2.5],
+                "length",
+            )),
+        ),
+        Reply::Status(200, leak(vllm_reply(&[4], &[-0.125], "abort"))),
+    ]);
+    let mut e = vllm(&srv.url, false);
+    let out = e
+        .generate(&[vllm_request(2, 1.0, 0, 10), vllm_request(1, 0.0, 3, 20)])
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[0].len(), 2);
+    assert_eq!(out[0][0].tokens, vec![5, 9]);
+    assert_eq!(out[0][0].logprobs, vec![-0.5, -0.25]);
+    assert_eq!(out[0][0].finish, FinishReason::Stop);
+    assert_eq!(out[0][1].finish, FinishReason::Length);
+    assert_eq!(out[1][0].finish, FinishReason::Abort);
+    assert!(out.iter().flatten().all(|c| c.version == 7));
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    assert!(seen.iter().all(|l| l.starts_with("POST /v1/completions ")));
+    let bodies: Vec<serde_json::Value> = srv
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect();
+    let seeds: Vec<_> = bodies.iter().map(|b| b["seed"].clone()).collect();
+    assert_eq!(seeds, vec![json!(10), json!(11), json!(20)]);
+    for b in &bodies {
+        assert_eq!(b["model"], json!("qwen"));
+        assert_eq!(b["prompt"], json!([1, 2, 3]));
+        assert_eq!(
+            (b["n"].clone(), b["logprobs"].clone()),
+            (json!(1), json!(0))
+        );
+        assert_eq!(b["return_token_ids"], json!(true));
+        assert_eq!(b["max_tokens"], json!(4));
+        assert_eq!(b["stop_token_ids"], json!([9]));
+    }
+    assert_eq!(bodies[0]["top_k"], json!(-1), "top_k 0 (off) is vLLM's -1");
+    assert_eq!(bodies[2]["top_k"], json!(3));
+}
+
+/// `GET /v1/models` names the model when none is configured; the probe fails early, naming the
+/// missing capability, when token ids or log-probs are absent.
+#[test]
+fn vllm_capabilities_are_checked_at_start() {
+    let models = r#"{"object": "list", "data": [{"id": "/models/qwen3", "object": "model", "max_model_len": 4096}]}"#;
+    let no_ids = r#"{"choices": [{"index": 0, "text": "a", "finish_reason": "length",
+        "logprobs": {"token_logprobs": [-0.5], "tokens": ["a"], "text_offset": [0], "top_logprobs": [null]}}]}"#;
+    let no_logprobs = r#"{"choices": [{"index": 0, "text": "a", "finish_reason": "length",
+        "token_ids": [5], "logprobs": null}]}"#;
+    let srv = serve(vec![
+        Reply::Status(200, models),
+        Reply::Status(200, no_ids),
+        Reply::Status(200, no_logprobs),
+        Reply::Status(200, leak(vllm_reply(&[5], &[-0.5], "length"))),
+    ]);
+    let options = VllmOptions {
+        concurrency: 1,
+        ..VllmOptions::default()
+    };
+    let e = VllmEngine::new(&srv.url, policy(0, 5.0), 0, 10, options, None).unwrap();
+    assert_eq!(e.model(), "/models/qwen3");
+    let msg = e.probe(&[1, 2]).unwrap_err().to_string();
+    assert!(msg.contains("token ids") && msg.contains("0.10.2"), "{msg}");
+    let msg = e.probe(&[1, 2]).unwrap_err().to_string();
+    assert!(msg.contains("log-probs"), "{msg}");
+    e.probe(&[1, 2]).unwrap();
+    let seen = srv.seen.lock().unwrap().clone();
+    assert!(seen[0].starts_with("GET /v1/models "), "{seen:?}");
+    let probe: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[1]).unwrap();
+    assert_eq!(probe["model"], json!("/models/qwen3"));
+    assert_eq!(probe["max_tokens"], json!(1));
+}
+
+#[test]
+fn vllm_replies_that_do_not_fit_are_typed_errors() {
+    let no_ids = r#"{"choices": [{"index": 0, "text": "a", "finish_reason": "stop",
+        "logprobs": {"token_logprobs": [-0.5]}}]}"#;
+    let cases: [(String, &str); 5] = [
+        (no_ids.to_string(), "token_ids"),
+        (vllm_reply(&[5], &[-0.5], "eos"), "finish_reason"),
+        (vllm_reply(&[50], &[-0.5], "stop"), "outside the vocabulary"),
+        (vllm_reply(&[5, 9], &[-0.5], "stop"), "log-probs"),
+        (r#"{"choices": []}"#.to_string(), "0 choices for n = 1"),
+    ];
+    for (reply, want) in cases {
+        let srv = serve(vec![Reply::Status(200, leak(reply))]);
+        let mut e = vllm(&srv.url, false);
+        let err = e.generate(&[vllm_request(1, 1.0, 0, 0)]).unwrap_err();
+        assert!(matches!(err, EngineError::Malformed { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains(want) && msg.contains("vllm"), "{want}: {msg}");
+    }
+}
+
+/// At T != 1 the default server reports untempered log-probs: refused before anything is sent,
+/// as is top-k at T != 1 with processed log-probs; T != 1 without truncation goes through.
+#[test]
+fn vllm_refuses_sampling_whose_logprobs_it_cannot_report() {
+    let srv = serve(vec![Reply::Status(
+        200,
+        leak(vllm_reply(&[5], &[-0.5], "stop")),
+    )]);
+    let mut raw = vllm(&srv.url, false);
+    let err = raw.generate(&[vllm_request(1, 0.7, 0, 0)]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::InvalidRequest {
+                field: "temperature",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("processed_logprobs"), "{err}");
+    let mut processed = vllm(&srv.url, true);
+    let err = processed
+        .generate(&[vllm_request(1, 0.7, 3, 0)])
+        .unwrap_err();
+    assert!(err.to_string().contains("truncated"), "{err}");
+    assert!(srv.seen.lock().unwrap().is_empty(), "nothing was sent");
+    let out = processed.generate(&[vllm_request(1, 0.7, 0, 0)]).unwrap();
+    assert_eq!(out[0][0].tokens, vec![5]);
+}
+
+/// Weight updates go through the reload hook (a restart of `vllm serve FOLDER` in the trainer),
+/// then the engine re-reads the served model's name; a failed or missing hook is a typed error
+/// that leaves the version.
+#[test]
+fn vllm_weight_updates_go_through_the_reload_hook() {
+    let srv = serve(vec![Reply::Status(
+        200,
+        r#"{"object": "list", "data": [{"id": "/run/weights/v4"}]}"#,
+    )]);
+    let loaded = Arc::new(Mutex::new(Vec::new()));
+    let log = loaded.clone();
+    let mut fail_next = false;
+    let reload: rl_rollout::Reload = Box::new(move |dir: &std::path::Path| {
+        if fail_next {
+            return Err("vllm serve exited: CUDA out of memory".into());
+        }
+        fail_next = true;
+        log.lock().unwrap().push(dir.to_path_buf());
+        Ok(())
+    });
+    let options = VllmOptions {
+        model: Some("qwen".into()),
+        concurrency: 1,
+        processed_logprobs: false,
+    };
+    let mut e = VllmEngine::new(&srv.url, policy(0, 5.0), 3, 10, options, Some(reload)).unwrap();
+    let dir = std::path::PathBuf::from("/run/weights/v4");
+    assert_eq!(
+        e.update_weights(WeightsRef::Directory(dir.clone()), 4)
+            .unwrap(),
+        4
+    );
+    assert_eq!(e.version(), 4);
+    assert_eq!(e.model(), "/run/weights/v4");
+    assert_eq!(loaded.lock().unwrap().as_slice(), std::slice::from_ref(&dir));
+    let err = e
+        .update_weights(WeightsRef::Directory(dir.clone()), 5)
+        .unwrap_err();
+    assert!(
+        matches!(err, EngineError::Weights { version: 5, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("out of memory"), "{err}");
+    assert_eq!(e.version(), 4, "a failed update leaves the version");
+
+    let mut no_hook = vllm(&srv.url, false);
+    let err = no_hook
+        .update_weights(WeightsRef::Directory(dir), 8)
+        .unwrap_err();
+    assert!(err.to_string().contains("no reload hook"), "{err}");
+    assert_eq!(no_hook.version(), 7);
 }

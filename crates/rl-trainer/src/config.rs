@@ -140,6 +140,34 @@ pub enum EngineConfig {
         #[serde(default = "default_retries")]
         max_retries: usize,
     },
+    /// A vLLM server the trainer starts on 127.0.0.1 (`server serve FOLDER --host 127.0.0.1
+    /// --port P --skip-tokenizer-init server_args…`, on the machine's GPUs) and restarts on the
+    /// new weights after every step (`out_dir/weights`): generation through the OpenAI
+    /// `/v1/completions` with token ids, one request per sample.
+    Vllm {
+        /// The `vllm` executable (e.g. `.venv/bin/vllm`).
+        server: PathBuf,
+        /// Extra arguments (e.g. `["--gpu-memory-utilization", "0.5"]`); at T != 1 include
+        /// `--logprobs-mode processed_logprobs` and set `processed_logprobs = true`.
+        #[serde(default)]
+        server_args: Vec<String>,
+        /// The server runs with `--logprobs-mode processed_logprobs` (log-probs after
+        /// temperature), required for T != 1.
+        #[serde(default)]
+        processed_logprobs: bool,
+        /// Requests in flight.
+        #[serde(default = "default_concurrency")]
+        concurrency: usize,
+        /// Seconds per request.
+        #[serde(default = "default_timeout")]
+        timeout_s: f64,
+        /// Retries of a failed request.
+        #[serde(default = "default_retries")]
+        max_retries: usize,
+        /// Seconds a (re)start may take before `/health` answers.
+        #[serde(default = "default_startup")]
+        startup_timeout_s: f64,
+    },
     /// An SGLang server someone else runs (on a GPU): generation through its native
     /// `/generate`, weights through `/update_weights_from_disk` from `weights_dir`.
     Sglang {
@@ -168,6 +196,9 @@ impl EngineConfig {
     }
 }
 
+fn default_startup() -> f64 {
+    900.0
+}
 fn default_concurrency() -> usize {
     4
 }
@@ -591,6 +622,23 @@ impl TrainConfig {
             } => {
                 if *concurrency == 0 {
                     return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
+                }
+                Some(*timeout_s)
+            }
+            EngineConfig::Vllm {
+                concurrency,
+                timeout_s,
+                startup_timeout_s,
+                ..
+            } => {
+                if *concurrency == 0 {
+                    return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
+                }
+                if !(startup_timeout_s.is_finite() && *startup_timeout_s > 0.0) {
+                    return bad(
+                        "rollout.engine.startup_timeout_s",
+                        format!("{startup_timeout_s} (a finite number > 0)"),
+                    );
                 }
                 Some(*timeout_s)
             }

@@ -33,8 +33,9 @@ use rl_loss::{IsCorrection, IsStats, LossMetrics, sequence_weights};
 use rl_models::GgufDtype;
 use rl_models::{GenerationConfig, RowSeed, Tokenizer};
 use rl_rollout::{
-    Completion, FinishReason, LlamaCppEngine, LlamaServer, RetryPolicy, RolloutEngine,
-    SamplingParams, SglangEngine, WeightsKind, WeightsRef, staleness,
+    Completion, FinishReason, LLAMA_SERVER_LAUNCH, LlamaCppEngine, ManagedServer, RetryPolicy,
+    RolloutEngine, SamplingParams, SglangEngine, VLLM_LAUNCH, VllmEngine, VllmOptions, WeightsKind,
+    WeightsRef, staleness,
 };
 use rl_sampler::{BatchReport, BatcherConfig, DynamicBatcher, KeepRate, RolloutGroup};
 use rl_verifier::{OutcomeCounts, Verifier};
@@ -1265,6 +1266,7 @@ fn build_engine<B: AutodiffBackend, P: Policy<B>>(
             engine.health()?;
             return Ok(Box::new(engine));
         }
+        EngineConfig::Vllm { .. } => return build_vllm(config, policy, version),
         EngineConfig::LlamaCpp {
             server,
             server_args,
@@ -1295,14 +1297,17 @@ fn build_engine<B: AutodiffBackend, P: Policy<B>>(
     ]
     .into();
     args.extend(server_args.iter().cloned());
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| TrainerError::Generator {
-            message: format!("no free port on 127.0.0.1 for llama-server: {e}"),
-        })?
-        .port();
+    let port = free_port()?;
     let wait = std::time::Duration::from_secs(300);
-    let mut srv = LlamaServer::start(server, &gguf, port, &args, &dir.join("server.log"), wait)?;
+    let mut srv = ManagedServer::start(
+        server,
+        LLAMA_SERVER_LAUNCH,
+        &gguf,
+        port,
+        &args,
+        &dir.join("server.log"),
+        wait,
+    )?;
     let url = srv.url();
     let tok = tokenizer.clone();
     let reload = Box::new(move |weights: &Path| -> Result<(), String> {
@@ -1324,6 +1329,78 @@ fn build_engine<B: AutodiffBackend, P: Policy<B>>(
         *concurrency,
         Some(reload),
     )?))
+}
+
+/// A port on 127.0.0.1 that was free a moment ago, for a server this process starts.
+fn free_port() -> Result<u16, TrainerError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| TrainerError::Generator {
+            message: format!("no free port on 127.0.0.1 for the engine server: {e}"),
+        })
+}
+
+/// `vllm serve` on 127.0.0.1 on the policy's weights as HF safetensors (`out_dir/weights`),
+/// restarted on the new weights at every sync, with its capabilities probed before training.
+fn build_vllm<B: AutodiffBackend, P: Policy<B>>(
+    config: &TrainConfig,
+    policy: &P,
+    version: u64,
+) -> Result<Box<dyn RolloutEngine>, TrainerError> {
+    let EngineConfig::Vllm {
+        server,
+        server_args,
+        processed_logprobs,
+        concurrency,
+        timeout_s,
+        max_retries,
+        startup_timeout_s,
+    } = &config.rollout.engine
+    else {
+        return Err(TrainerError::Generator {
+            message: format!("not a vLLM engine: {:?}", config.rollout.engine),
+        });
+    };
+    let weights = config.out_dir.join("weights");
+    atomic_dir(&weights, |tmp| policy.save(tmp))?;
+    let mut args: Vec<String> = vec!["--skip-tokenizer-init".into()];
+    args.extend(server_args.iter().cloned());
+    let wait = std::time::Duration::from_secs_f64(*startup_timeout_s);
+    let log = config.out_dir.join("vllm.log");
+    let mut srv = ManagedServer::start(
+        server,
+        VLLM_LAUNCH,
+        &weights,
+        free_port()?,
+        &args,
+        &log,
+        wait,
+    )?;
+    let url = srv.url();
+    let reload = Box::new(move |dir: &Path| -> Result<(), String> {
+        srv.restart(dir, wait).map_err(|e| e.to_string())
+    });
+    let retry = RetryPolicy {
+        timeout_s: *timeout_s,
+        max_retries: *max_retries,
+        backoff_s: 0.5,
+    };
+    let options = VllmOptions {
+        model: None,
+        concurrency: *concurrency,
+        processed_logprobs: *processed_logprobs,
+    };
+    let engine = VllmEngine::new(
+        &url,
+        retry,
+        version,
+        policy.vocab_size(),
+        options,
+        Some(reload),
+    )?;
+    engine.probe(&[0])?;
+    Ok(Box::new(engine))
 }
 
 /// The prompts of a round from their data-set indices and rendered ids.

@@ -21,7 +21,8 @@ use std::time::Duration;
 use burn::module::AutodiffModule;
 use rl_models::{GgufDtype, Qwen3, Qwen3Config, Tokenizer, export_gguf};
 use rl_rollout::{
-    GenerateRequest, LlamaCppEngine, LlamaServer, RetryPolicy, RolloutEngine, SamplingParams,
+    GenerateRequest, LLAMA_SERVER_LAUNCH, LlamaCppEngine, ManagedServer, RetryPolicy,
+    RolloutEngine, SamplingParams,
 };
 use rl_trainer::tasks::ArithmeticTask;
 use rl_trainer::{
@@ -144,8 +145,9 @@ fn greedy_continuations_and_log_probs_match_llama_server() {
     let model: Qwen3<B> = cfg.init_seeded(11, &Default::default()).unwrap();
     let dir = tmp("parity");
     let gguf = export(&model, &tok, &dir);
-    let server = LlamaServer::start(
+    let server = ManagedServer::start(
         &bin,
+        LLAMA_SERVER_LAUNCH,
         &gguf,
         free_port(),
         &server_args(),
@@ -209,12 +211,13 @@ fn managed_engine(
     dir: &Path,
     model: &Qwen3<B>,
     version: u64,
-) -> (LlamaCppEngine, Arc<Mutex<LlamaServer>>) {
+) -> (LlamaCppEngine, Arc<Mutex<ManagedServer>>) {
     std::fs::create_dir_all(dir.join("initial")).unwrap();
     let gguf = export(model, tok, &dir.join("initial"));
     let server = Arc::new(Mutex::new(
-        LlamaServer::start(
+        ManagedServer::start(
             bin,
+            LLAMA_SERVER_LAUNCH,
             &gguf,
             free_port(),
             &server_args(),
@@ -407,8 +410,11 @@ fn a_toml_config_starts_and_syncs_a_managed_llama_server() {
     assert!(out.join("engine/model.gguf").exists() && out.join("engine/server.log").exists());
 
     let bad =
-        TrainConfig::from_toml_str("[rollout.engine]\nkind = \"vllm\"\n", &task_config(&out, 2))
+        TrainConfig::from_toml_str("[rollout.engine]\nkind = \"vlm\"\n", &task_config(&out, 2))
             .unwrap_err()
             .to_string();
-    assert!(bad.contains("vllm") && bad.contains("llama_cpp"), "{bad}");
+    assert!(
+        bad.contains("vlm") && bad.contains("vllm") && bad.contains("llama_cpp"),
+        "{bad}"
+    );
 }

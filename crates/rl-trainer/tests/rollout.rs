@@ -449,8 +449,17 @@ fn bad_rollout_settings_name_the_field() {
     assert!(e.contains("max_staleness"), "{e}");
     let e = err("[rollout.engine]\nkind = \"sglang\"\nurl = \"gpu-node:30000\"\n");
     assert!(e.contains("rollout.engine.url"), "{e}");
+    let e = err("[rollout.engine]\nkind = \"vlm\"\n");
+    assert!(
+        e.contains("llama_cpp") && e.contains("sglang") && e.contains("vllm"),
+        "{e}"
+    );
     let e = err("[rollout.engine]\nkind = \"vllm\"\n");
-    assert!(e.contains("llama_cpp") && e.contains("sglang"), "{e}");
+    assert!(e.contains("server"), "{e}");
+    let e = err("[rollout.engine]\nkind = \"vllm\"\nserver = \"vllm\"\nconcurrency = 0\n");
+    assert!(e.contains("rollout.engine.concurrency"), "{e}");
+    let e = err("[rollout.engine]\nkind = \"vllm\"\nserver = \"vllm\"\nstartup_timeout_s = 0.0\n");
+    assert!(e.contains("rollout.engine.startup_timeout_s"), "{e}");
     let ok = TrainConfig::from_toml_str("[loss.is_correction]\nname = \"sequence_mask\"\n", &base)
         .unwrap();
     assert_eq!(
@@ -459,6 +468,25 @@ fn bad_rollout_settings_name_the_field() {
             low: 0.99,
             high: 1.01
         }
+    );
+}
+
+/// A vLLM engine whose executable is not there: building the trainer fails at once with an
+/// error naming the program (the trainer starts `vllm serve` itself; no fallback).
+#[test]
+fn a_missing_vllm_executable_is_an_error_at_start() {
+    let out = tmp("vllm");
+    let toml = "[rollout.engine]\nkind = \"vllm\"\nserver = \"/nonexistent/bin/vllm\"\nstartup_timeout_s = 5.0\n";
+    let cfg = TrainConfig::from_toml_str(toml, &config(&out, 1)).unwrap();
+    let tok = ArithmeticTask::tokenizer().unwrap();
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    let e = match Trainer::<B, Qwen3<B>>::new(cfg, model(7), tok, train, None, Default::default()) {
+        Ok(_) => panic!("a trainer without its engine"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("/nonexistent/bin/vllm") && e.contains("cannot start"),
+        "{e}"
     );
 }
 
