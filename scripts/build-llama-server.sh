@@ -6,8 +6,8 @@
 #   bash scripts/build-llama-server.sh      # prints the path of llama-server
 #
 # Cache: $RLVR_LLAMA_DIR (default ~/.cache/rlvr-llama): dl/ (the sdist), src/, build/, bin/.
-# Cold build: 12 min with -j2 on the 2-core machine (../shared/reference/scale.md; measured
-# again on the first CI run, see docs/rollout.md); warm: a version check, under a second.
+# Cold build: 510 s with -j2 on the idle 2-core machine (a cold CI run on a fresh machine,
+# 2026-12-01, download included); warm: a version check, under a second.
 # Needs cmake >= 3.21 (Debian: apt-get install cmake) and a C++17 compiler.
 set -euo pipefail
 VERSION=0.3.36

@@ -14,7 +14,7 @@ bash scripts/fetch-qwen3-tokenizer.sh
 
 # llama.cpp's llama-server for the rollout-engine tests (crates/rl-trainer/tests/llama_cpp.rs),
 # built from the sources in PyPI's llama-cpp-python archive and cached in ~/.cache/rlvr-llama
-# (cold: ~12 min on 2 cores; warm: a version check). Required under CI; elsewhere the tests that
+# (cold: 510 s on 2 cores; warm: a version check). Required under CI; elsewhere the tests that
 # need it are skipped with a message when it cannot be built.
 if ! bash scripts/build-llama-server.sh >/dev/null; then
     if [ "${CI:-}" = true ]; then

@@ -6,8 +6,8 @@ same number of steps with the same seed, once per engine, one run after another 
 machine (never concurrently), and summarises each run's step metrics (metrics.jsonl):
 generated tokens per second of the rollout phase (generation + verification, the trainer's
 `rollout_tokens_per_s`), seconds per step in rollout / log-probs / update / weight sync, and the
-engine/trainer log-prob gap. The first step of each run is left out (server start, caches).
-With synchronous rollouts (max_staleness = 0) every phase is on the critical path; the
+engine/trainer log-prob gap, over every training step (the row of step 0 is the evaluation
+before training; the llama.cpp server starts before step 1, outside the step times). With synchronous rollouts (max_staleness = 0) every phase is on the critical path; the
 llama.cpp engine pays a GGUF re-export and a server restart per step (`time_sync_s`).
 
   python3 tools/bench_rollout_engines.py --example target/debug/examples/da3po_qwen3 \
@@ -42,7 +42,7 @@ def run(example, out_dir, steps, toml):
 
 
 def summary(name, rows, wall, steps):
-    body = rows[1:]  # the first step starts servers and fills caches
+    body = [r for r in rows if r["step"] >= 1]  # step 0: the evaluation before training
     mean = lambda k: statistics.fmean(r[k] for r in body)
     gen_tokens = sum(r["rollout_tokens_per_s"] * r["time_rollout_s"] for r in body)
     rollout_time = sum(r["time_rollout_s"] for r in body)

@@ -574,7 +574,10 @@ fn vllm_weight_updates_go_through_the_reload_hook() {
     );
     assert_eq!(e.version(), 4);
     assert_eq!(e.model(), "/run/weights/v4");
-    assert_eq!(loaded.lock().unwrap().as_slice(), std::slice::from_ref(&dir));
+    assert_eq!(
+        loaded.lock().unwrap().as_slice(),
+        std::slice::from_ref(&dir)
+    );
     let err = e
         .update_weights(WeightsRef::Directory(dir.clone()), 5)
         .unwrap_err();
