@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::EngineError;
+use crate::{Completion, EngineError, GenerateRequest};
 
 /// Timeouts and retries of a remote engine (the `[rollout]` keys `timeout_s`, `max_retries`).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -158,6 +158,35 @@ impl HttpClient {
                 })
             })
             .collect()
+    }
+
+    /// One `POST path` per sample, `body(request, seed)` giving sample k of a request the seed
+    /// `seed + k` (so every sample draws its own stream), [`HttpClient::post_many`] with
+    /// `concurrency`, and each reply read by `parse(request index, reply)`: the completions of
+    /// every request, in order. For servers without a per-sample seed inside one request.
+    pub fn post_per_sample(
+        &self,
+        path: &str,
+        requests: &[GenerateRequest],
+        concurrency: usize,
+        body: impl Fn(&GenerateRequest, u64) -> Value,
+        parse: impl Fn(usize, &Value) -> Result<Completion, EngineError>,
+    ) -> Result<Vec<Vec<Completion>>, EngineError> {
+        let (owner, bodies): (Vec<usize>, Vec<Value>) = requests
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| {
+                let body = &body;
+                (0..r.n).map(move |k| (i, body(r, r.params.seed.wrapping_add(k as u64))))
+            })
+            .unzip();
+        let replies = self.post_many(path, &bodies, concurrency);
+        let mut out: Vec<Vec<Completion>> =
+            requests.iter().map(|r| Vec::with_capacity(r.n)).collect();
+        for (&i, reply) in owner.iter().zip(replies) {
+            out[i].push(parse(i, &reply?)?);
+        }
+        Ok(out)
     }
 
     fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value, EngineError> {

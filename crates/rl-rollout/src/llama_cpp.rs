@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::http::{HttpClient, RetryPolicy};
-use crate::server::{Reload, wait_healthy};
+use crate::server::{Reload, reload_directory, wait_healthy};
 use crate::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, WeightVersion,
     WeightsKind, WeightsRef, check_completions,
@@ -62,7 +62,7 @@ impl LlamaCppEngine {
 
     fn body(r: &GenerateRequest, seed: u64) -> Value {
         let p = &r.params;
-        let tempered = p.temperature > 0.0 && p.temperature != 1.0;
+        let tempered = p.tempered();
         json!({
             "prompt": r.prompt_ids,
             "n_predict": p.max_new_tokens,
@@ -100,7 +100,7 @@ impl LlamaCppEngine {
         let probs = v["completion_probabilities"]
             .as_array()
             .ok_or_else(|| bad("no `completion_probabilities` (log-probs) in the reply".into()))?;
-        let tempered = r.params.temperature > 0.0 && r.params.temperature != 1.0;
+        let tempered = r.params.tempered();
         let mut tokens = Vec::with_capacity(probs.len());
         let mut logprobs = Vec::with_capacity(probs.len());
         for (i, p) in probs.iter().enumerate() {
@@ -160,7 +160,7 @@ impl RolloutEngine for LlamaCppEngine {
         for (i, r) in requests.iter().enumerate() {
             r.validate(&name, i)?;
             let p = &r.params;
-            if p.temperature > 0.0 && p.temperature != 1.0 && (p.top_k > 0 || p.top_p < 1.0) {
+            if p.tempered() && p.truncates() {
                 return Err(EngineError::InvalidRequest {
                     engine: name,
                     field: "temperature",
@@ -174,23 +174,13 @@ impl RolloutEngine for LlamaCppEngine {
                 });
             }
         }
-        // One request per sample; sample k of a request uses seed + k.
-        let (owner, bodies): (Vec<usize>, Vec<Value>) = requests
-            .iter()
-            .enumerate()
-            .flat_map(|(i, r)| {
-                (0..r.n).map(move |k| (i, Self::body(r, r.params.seed.wrapping_add(k as u64))))
-            })
-            .unzip();
-        let replies = self
-            .client
-            .post_many("/completion", &bodies, self.concurrency);
-        let mut out: Vec<Vec<Completion>> =
-            requests.iter().map(|r| Vec::with_capacity(r.n)).collect();
-        for (&i, reply) in owner.iter().zip(replies) {
-            let v = reply?;
-            out[i].push(self.parse(&requests[i], i, &v)?);
-        }
+        let out = self.client.post_per_sample(
+            "/completion",
+            requests,
+            self.concurrency,
+            Self::body,
+            |i, v| self.parse(&requests[i], i, v),
+        )?;
         check_completions(&name, requests, &out, self.vocab_size)?;
         Ok(out)
     }
@@ -200,18 +190,13 @@ impl RolloutEngine for LlamaCppEngine {
         weights: WeightsRef,
         version: WeightVersion,
     ) -> Result<WeightVersion, EngineError> {
-        let name = self.name();
-        let fail = |message: String| EngineError::Weights {
-            engine: name.clone(),
+        reload_directory(
+            &self.name(),
+            self.reload.as_mut(),
+            "this engine cannot take new weights",
+            weights,
             version,
-            message,
-        };
-        let dir = weights.into_directory(&name, "a directory of HF safetensors")?;
-        let reload = self
-            .reload
-            .as_mut()
-            .ok_or_else(|| fail("no reload hook: this engine cannot take new weights".into()))?;
-        reload(&dir).map_err(fail)?;
+        )?;
         self.version = version;
         Ok(version)
     }

@@ -41,6 +41,16 @@ impl Default for SamplingParams {
 }
 
 impl SamplingParams {
+    /// Sampling at a temperature other than 1 (greedy decoding is not tempered).
+    pub fn tempered(&self) -> bool {
+        self.temperature > 0.0 && self.temperature != 1.0
+    }
+
+    /// Top-k or top-p cut the distribution before the draw.
+    pub fn truncates(&self) -> bool {
+        self.top_k > 0 || self.top_p < 1.0
+    }
+
     /// The temperature that log-probs are computed at: T, or 1 for greedy decoding.
     pub fn logprob_temperature(&self) -> f32 {
         if self.temperature > 0.0 {

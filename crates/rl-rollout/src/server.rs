@@ -5,12 +5,31 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::EngineError;
 use crate::http::{HttpClient, RetryPolicy};
+use crate::{EngineError, WeightVersion, WeightsRef};
 
 /// Loads a weights folder (HF safetensors) into an engine that cannot take them while it
 /// runs, e.g. by converting them and restarting a [`ManagedServer`] on the result.
 pub type Reload = Box<dyn FnMut(&Path) -> Result<(), String> + Send>;
+
+/// A weight update of `engine` through its reload hook: `weights` must be a directory; no hook
+/// (`missing` says why) or a failing hook is [`EngineError::Weights`] for `version`.
+pub(crate) fn reload_directory(
+    engine: &str,
+    reload: Option<&mut Reload>,
+    missing: &str,
+    weights: WeightsRef,
+    version: WeightVersion,
+) -> Result<(), EngineError> {
+    let fail = |message: String| EngineError::Weights {
+        engine: engine.to_string(),
+        version,
+        message,
+    };
+    let dir = weights.into_directory(engine, "a directory of HF safetensors")?;
+    let reload = reload.ok_or_else(|| fail(format!("no reload hook: {missing}")))?;
+    reload(&dir).map_err(fail)
+}
 
 /// `GET /health` until it answers 200 or `wait` passes (5 s per probe, no retries inside).
 pub(crate) fn wait_healthy(client: &HttpClient, wait: Duration) -> Result<(), EngineError> {

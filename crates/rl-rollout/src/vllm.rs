@@ -30,7 +30,7 @@
 use serde_json::{Value, json};
 
 use crate::http::{HttpClient, RetryPolicy};
-use crate::server::Reload;
+use crate::server::{Reload, reload_directory};
 use crate::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, WeightVersion,
     WeightsKind, WeightsRef, check_completions,
@@ -168,15 +168,14 @@ impl VllmEngine {
     /// Refuses sampling settings whose log-probs this server cannot report (module docs).
     fn check_logprob_mode(&self, index: usize, r: &GenerateRequest) -> Result<(), EngineError> {
         let p = &r.params;
-        let tempered = p.temperature > 0.0 && p.temperature != 1.0;
-        if !tempered {
+        if !p.tempered() {
             return Ok(());
         }
         let expected = if !self.processed_logprobs {
             "T = 1 or greedy, or a server started with `--logprobs-mode processed_logprobs` \
              and the engine told so (`processed_logprobs = true`): the default mode reports \
              log-probs of the untempered logits"
-        } else if p.top_k > 0 || p.top_p < 1.0 {
+        } else if p.truncates() {
             "no top-k/top-p at T != 1: vLLM's processed log-probs are of the truncated \
              distribution"
         } else {
@@ -260,23 +259,13 @@ impl RolloutEngine for VllmEngine {
             r.validate(&name, i)?;
             self.check_logprob_mode(i, r)?;
         }
-        // One request per sample; sample k of a request uses seed + k.
-        let this = &*self;
-        let (owner, bodies): (Vec<usize>, Vec<Value>) = requests
-            .iter()
-            .enumerate()
-            .flat_map(|(i, r)| {
-                (0..r.n).map(move |k| (i, this.body(r, r.params.seed.wrapping_add(k as u64))))
-            })
-            .unzip();
-        let replies = self
-            .client
-            .post_many("/v1/completions", &bodies, self.concurrency);
-        let mut out: Vec<Vec<Completion>> =
-            requests.iter().map(|r| Vec::with_capacity(r.n)).collect();
-        for (&i, reply) in owner.iter().zip(replies) {
-            out[i].push(self.parse(i, &reply?)?);
-        }
+        let out = self.client.post_per_sample(
+            "/v1/completions",
+            requests,
+            self.concurrency,
+            |r, seed| self.body(r, seed),
+            |i, v| self.parse(i, v),
+        )?;
         check_completions(&name, requests, &out, self.vocab_size)?;
         Ok(out)
     }
@@ -286,17 +275,13 @@ impl RolloutEngine for VllmEngine {
         weights: WeightsRef,
         version: WeightVersion,
     ) -> Result<WeightVersion, EngineError> {
-        let name = self.name();
-        let fail = |message: String| EngineError::Weights {
-            engine: name.clone(),
+        reload_directory(
+            &self.name(),
+            self.reload.as_mut(),
+            "start vLLM through the trainer (`server`) to sync weights",
+            weights,
             version,
-            message,
-        };
-        let dir = weights.into_directory(&name, "a directory of HF safetensors")?;
-        let reload = self.reload.as_mut().ok_or_else(|| {
-            fail("no reload hook: start vLLM through the trainer (`server`) to sync weights".into())
-        })?;
-        reload(&dir).map_err(fail)?;
+        )?;
         // A restarted `vllm serve FOLDER` names its model after the folder.
         self.model = Self::served_model(&self.client)?;
         self.version = version;
