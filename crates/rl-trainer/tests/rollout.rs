@@ -471,19 +471,24 @@ fn bad_rollout_settings_name_the_field() {
     );
 }
 
+/// The error of building a trainer whose `[rollout.engine]` (in `toml`) cannot start.
+fn engine_start_error(out: &Path, toml: &str) -> String {
+    let cfg = TrainConfig::from_toml_str(toml, &config(out, 1)).unwrap();
+    let tok = ArithmeticTask::tokenizer().unwrap();
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    match Trainer::<B, Qwen3<B>>::new(cfg, model(7), tok, train, None, Default::default()) {
+        Ok(_) => panic!("a trainer without its engine"),
+        Err(e) => e.to_string(),
+    }
+}
+
 /// A vLLM engine whose executable is not there: building the trainer fails at once with an
 /// error naming the program (the trainer starts `vllm serve` itself; no fallback).
 #[test]
 fn a_missing_vllm_executable_is_an_error_at_start() {
     let out = tmp("vllm");
     let toml = "[rollout.engine]\nkind = \"vllm\"\nserver = \"/nonexistent/bin/vllm\"\nstartup_timeout_s = 5.0\n";
-    let cfg = TrainConfig::from_toml_str(toml, &config(&out, 1)).unwrap();
-    let tok = ArithmeticTask::tokenizer().unwrap();
-    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
-    let e = match Trainer::<B, Qwen3<B>>::new(cfg, model(7), tok, train, None, Default::default()) {
-        Ok(_) => panic!("a trainer without its engine"),
-        Err(e) => e.to_string(),
-    };
+    let e = engine_start_error(&out, toml);
     assert!(
         e.contains("/nonexistent/bin/vllm") && e.contains("cannot start"),
         "{e}"
@@ -504,13 +509,7 @@ fn an_unreachable_sglang_server_is_an_error_at_start() {
     let toml = format!(
         "[rollout.engine]\nkind = \"sglang\"\nurl = \"{url}\"\ntimeout_s = 2.0\nmax_retries = 0\n"
     );
-    let cfg = TrainConfig::from_toml_str(&toml, &config(&out, 1)).unwrap();
-    let tok = ArithmeticTask::tokenizer().unwrap();
-    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
-    let e = match Trainer::<B, Qwen3<B>>::new(cfg, model(7), tok, train, None, Default::default()) {
-        Ok(_) => panic!("a trainer without its engine"),
-        Err(e) => e.to_string(),
-    };
+    let e = engine_start_error(&out, &toml);
     assert!(
         e.contains("sglang") && e.contains(&url) && e.contains("GET /health"),
         "{e}"

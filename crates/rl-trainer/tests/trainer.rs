@@ -301,18 +301,8 @@ fn arithmetic_split_is_disjoint_and_deterministic() {
 }
 
 fn tiny_config(algo: &str, out: &Path, steps: usize) -> TrainConfig {
-    let mut c = TrainConfig::default();
-    c.apply_preset(algo).unwrap();
-    c.steps = steps;
-    c.out_dir = out.to_path_buf();
-    c.data.template = PromptTemplate::Custom("{problem}=".into());
-    c.data.chat_template = false;
-    c.rollout.group_size = 4;
-    c.rollout.prompts_per_round = 4;
+    let mut c = common::task_config(algo, out, steps);
     c.rollout.max_new_tokens = 8;
-    c.batch.groups_per_step = 4;
-    c.batch.max_gen_rounds = 2;
-    c.optim.lr = 1e-3;
     c.optim.warmup_steps = 2;
     c.optim.micro_batch = 5;
     c.optim.mini_batches = 2;

@@ -10,6 +10,24 @@ use rl_trainer::TrainConfig;
 use rl_trainer::config::PromptTemplate;
 use rl_trainer::tasks::ArithmeticTask;
 
+/// Preset `algo` on the embedded task at test size: `steps` steps into `out`, prompts as
+/// `{problem}=` without the chat template, 4 prompts of 4 responses per round, 4 groups per step,
+/// at most 2 rounds, lr 1e-3.
+pub fn task_config(algo: &str, out: &Path, steps: usize) -> TrainConfig {
+    let mut c = TrainConfig::default();
+    c.apply_preset(algo).unwrap();
+    c.steps = steps;
+    c.out_dir = out.to_path_buf();
+    c.data.template = PromptTemplate::Custom("{problem}=".into());
+    c.data.chat_template = false;
+    c.rollout.group_size = 4;
+    c.rollout.prompts_per_round = 4;
+    c.batch.groups_per_step = 4;
+    c.batch.max_gen_rounds = 2;
+    c.optim.lr = 1e-3;
+    c
+}
+
 /// The CPU training backend of the tests.
 pub type B = Autodiff<Flex>;
 
@@ -37,18 +55,8 @@ pub fn task_model(seed: u64, init_range: Option<f64>) -> (Qwen3<B>, Tokenizer) {
 /// weight changes), one round of 4 prompts × 4 responses of at most 6 tokens per step, no
 /// filter, no checkpoints or evaluations.
 pub fn grpo_one_update(out: &Path, steps: usize) -> TrainConfig {
-    let mut c = TrainConfig::default();
-    c.apply_preset("grpo").unwrap();
-    c.steps = steps;
-    c.out_dir = out.to_path_buf();
-    c.data.template = PromptTemplate::Custom("{problem}=".into());
-    c.data.chat_template = false;
-    c.rollout.group_size = 4;
-    c.rollout.prompts_per_round = 4;
+    let mut c = task_config("grpo", out, steps);
     c.rollout.max_new_tokens = 6;
-    c.batch.groups_per_step = 4;
-    c.batch.max_gen_rounds = 2;
-    c.optim.lr = 1e-3;
     c.optim.mini_batches = 1;
     c.optim.epochs = 1;
     c.checkpoint.every = 0;
