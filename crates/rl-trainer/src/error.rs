@@ -78,6 +78,14 @@ pub enum TrainerError {
         /// What was wrong.
         message: String,
     },
+    /// A data-parallel worker could not reach the others (a worker died, stalls or disagrees).
+    #[error("worker {rank}: {message}")]
+    Distributed {
+        /// This worker's rank.
+        rank: usize,
+        /// What failed.
+        message: String,
+    },
     /// Metrics that cannot be written or read.
     #[error("metrics {path}: {message}")]
     Metrics {

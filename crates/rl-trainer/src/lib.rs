@@ -30,6 +30,7 @@
 
 pub mod config;
 pub mod data;
+pub mod distributed;
 pub mod engine;
 mod error;
 pub mod eval;

@@ -9,6 +9,7 @@ use rl_loss::{
 use rl_models::EntropyMode;
 
 use crate::TrainerError;
+use crate::distributed::Worker;
 use crate::optim::AdamWOptimizer;
 use crate::policy::Policy;
 
@@ -203,7 +204,48 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     temperature: f32,
     device: &B::Device,
 ) -> Result<UpdateOutcome<P>, TrainerError> {
-    let global = counts(seqs);
+    policy_update_sharded(
+        policy,
+        optim,
+        lr,
+        loss_cfg,
+        seqs,
+        micro,
+        temperature,
+        device,
+        None,
+    )
+}
+
+/// [`policy_update`] where `seqs` is `worker`'s share of a mini-batch split over data-parallel
+/// workers (`None`: the whole mini-batch). The token and sequence counts are summed over the
+/// workers before any loss is formed, so each worker's loss is its share of the global loss;
+/// the gradients are then summed over the workers before clipping, and the loss metrics summed
+/// before they are returned. Every worker gets the same gradient norm and takes the same
+/// optimizer step as one worker holding the whole mini-batch.
+#[allow(clippy::too_many_arguments)]
+pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
+    policy: P,
+    optim: &mut AdamWOptimizer<B, P>,
+    lr: f64,
+    loss_cfg: &LossConfig,
+    seqs: &[TrainSeq<'_>],
+    micro: usize,
+    temperature: f32,
+    device: &B::Device,
+    worker: Option<&Worker<B::InnerBackend>>,
+) -> Result<UpdateOutcome<P>, TrainerError> {
+    let mut global = counts(seqs);
+    if let Some(w) = worker {
+        let sum = w.sum(
+            "summing token and sequence counts",
+            &[global.tokens as f64, global.sequences as f64],
+        )?;
+        global = GlobalCounts {
+            tokens: sum[0] as usize,
+            sequences: sum[1] as usize,
+        };
+    }
     // A KL term with β = 0 needs no reference model (the trainer loads none): drop it.
     let loss_cfg = &LossConfig {
         kl: loss_cfg.kl.filter(|k| k.coef > 0.0),
@@ -235,6 +277,9 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
         let grads = GradientsParams::from_grads(out.loss.backward(), &policy);
         acc.accumulate(&policy, grads);
     }
+    if let Some(w) = worker {
+        metrics = w.sum_loss_metrics(&metrics)?;
+    }
     if !metrics.loss.is_finite() {
         return Ok(UpdateOutcome {
             policy,
@@ -243,7 +288,11 @@ pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
             applied: false,
         });
     }
-    let step = optim.step(lr, policy, acc.grads());
+    let grads = match worker {
+        Some(w) => w.all_reduce_grads(&policy, acc.grads())?,
+        None => acc.grads(),
+    };
+    let step = optim.step(lr, policy, grads);
     Ok(UpdateOutcome {
         policy: step.model,
         metrics,

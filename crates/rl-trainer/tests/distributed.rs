@@ -1,0 +1,311 @@
+//! Data-parallel updates (rl_trainer::distributed): two workers, each holding half of a
+//! mini-batch, take the same optimizer steps as one worker holding all of it.
+//!
+//! Why the two must agree (the derivation the tests check): with token-mean aggregation the
+//! loss is Σ_{i,t} m·ℓ / N_tokens over the whole mini-batch. Worker k forms
+//! L_k = Σ_{i∈k,t} m·ℓ / N_tokens with the *global* N_tokens (summed over workers first), so
+//! L_0 + L_1 = L and ∇L_0 + ∇L_1 = ∇L: summing gradients gives the single-worker gradient, hence
+//! the same clipping norm and the same AdamW step. The same holds for seq-mean-token-mean with
+//! N_seqs. Averaging per-worker means instead gives ½(S_0/N_0 + S_1/N_1), which differs whenever
+//! the workers hold different numbers of tokens (for seq-mean: of sequences; here 3 short vs 1 short
+//! and 4 long responses); the
+//! `naive` control below shows that difference is far above the tolerance.
+
+mod common;
+
+use std::sync::Mutex;
+
+use burn::backend::Flex;
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::prelude::*;
+use common::{B, task_model};
+use rl_loss::{Aggregation, LossConfig};
+use rl_models::{Qwen3, Tokenizer};
+use rl_trainer::distributed::{Worker, WorkerConfig};
+use rl_trainer::optim::AdamWOptimizer;
+use rl_trainer::update::{TrainSeq, policy_update, policy_update_sharded};
+use rl_trainer::{Policy, TrainConfig};
+
+/// burn's collective server is one per process and backend: the tests here take turns.
+static COLLECTIVE: Mutex<()> = Mutex::new(());
+
+/// Prompt, response, π_old log-probs and advantage of one sequence.
+type Seq = (Vec<u32>, Vec<u32>, Vec<f32>, f32);
+
+/// Eight sequences: four short responses first, four long ones after, with mixed advantages;
+/// π_old is the model's own log-probs perturbed by a fixed pattern, so that ratios differ from
+/// 1 and clipping is exercised from the first step.
+fn batch(model: &Qwen3<B>, tok: &Tokenizer) -> Vec<Seq> {
+    let items = [
+        ("3+4=", "7", 1.0f32),
+        ("9-2=", "7", -0.5),
+        ("5*5=", "25", 0.8),
+        ("8+1=", "9", -1.2),
+        ("47+8=", "Answer: 55 = 47 + 8 = 55", 0.6),
+        ("12*3=", "Answer: 36 = 12 * 3 = 36", -0.9),
+        ("90-45=", "Answer: 45 45 45 45 45 45", 1.5),
+        ("7*8=", "Answer: 56 = 7 * 8 = 56 56", -0.3),
+    ];
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, (p, r, a))| {
+            let prompt = tok.encode(p).unwrap();
+            let response = tok.encode(r).unwrap();
+            let ids = vec![[prompt.as_slice(), &response].concat()];
+            let lp = model
+                .logprobs_detached(&ids, &[prompt.len() - 1], response.len(), 1.0)
+                .unwrap()
+                .remove(0);
+            let old = lp
+                .iter()
+                .enumerate()
+                .map(|(j, x)| x + 0.15 * (((i * 7 + j * 3) % 5) as f32 - 2.0))
+                .collect();
+            (prompt, response, old, *a)
+        })
+        .collect()
+}
+
+fn train_seqs(b: &[Seq]) -> Vec<TrainSeq<'_>> {
+    b.iter()
+        .map(|(p, r, o, a)| TrainSeq {
+            prompt: p,
+            response: r,
+            old_logp: o,
+            ref_logp: None,
+            advantage: *a,
+            train: true,
+            is_weights: None,
+            keep: None,
+        })
+        .collect()
+}
+
+struct Flatten(Vec<f32>);
+
+impl ModuleVisitor<B> for Flatten {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.0.extend(
+            param
+                .val()
+                .into_data()
+                .convert::<f32>()
+                .to_vec::<f32>()
+                .unwrap(),
+        );
+    }
+}
+
+fn flat(model: &Qwen3<B>) -> Vec<f32> {
+    let mut v = Flatten(Vec::new());
+    model.visit(&mut v);
+    v.0
+}
+
+/// What a run of optimizer steps produced: loss and gradient norm per step, final parameters.
+struct Run {
+    losses: Vec<f64>,
+    norms: Vec<f64>,
+    params: Vec<f32>,
+}
+
+const STEPS: usize = 3;
+/// Worker 0 holds the first three (short) sequences, worker 1 the other five: unequal token
+/// *and* sequence counts, so that averaging per-worker means is wrong for token-mean and for
+/// seq-mean-token-mean alike.
+const SPLIT: usize = 3;
+const LR: f64 = 1e-3;
+
+fn loss_config(aggregation: Aggregation) -> (TrainConfig, LossConfig) {
+    let mut c = TrainConfig::default();
+    c.apply_preset("dapo").unwrap();
+    c.optim.grad_clip = 1.0;
+    let loss = LossConfig {
+        aggregation,
+        ..c.loss
+    };
+    (c, loss)
+}
+
+/// One worker holding all eight sequences.
+fn single(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> Run {
+    let (c, loss) = loss_config(aggregation);
+    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+    let seqs = train_seqs(b);
+    let (mut policy, mut losses, mut norms) = (model, vec![], vec![]);
+    for _ in 0..STEPS {
+        let out = policy_update(
+            policy,
+            &mut optim,
+            LR,
+            &loss,
+            &seqs,
+            3,
+            1.0,
+            &Default::default(),
+        )
+        .unwrap();
+        assert!(out.applied);
+        losses.push(out.metrics.loss);
+        norms.push(out.grad_norm);
+        policy = out.policy;
+    }
+    Run {
+        losses,
+        norms,
+        params: flat(&policy),
+    }
+}
+
+/// Two workers (threads) joined by burn-collective, worker 0 holding the first `SPLIT`
+/// sequences and worker 1 the rest.
+fn sharded(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> [Run; 2] {
+    let shards = [b[..SPLIT].to_vec(), b[SPLIT..].to_vec()];
+    let runs = std::thread::scope(|s| {
+        let handles: Vec<_> = shards
+            .iter()
+            .enumerate()
+            .map(|(rank, shard)| {
+                let model = model.clone();
+                s.spawn(move || {
+                    let worker =
+                        Worker::<Flex>::join(WorkerConfig::local(2, rank), &Default::default())
+                            .unwrap();
+                    let (c, loss) = loss_config(aggregation);
+                    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+                    let seqs = train_seqs(shard);
+                    let (mut policy, mut losses, mut norms) = (model, vec![], vec![]);
+                    for _ in 0..STEPS {
+                        let out = policy_update_sharded(
+                            policy,
+                            &mut optim,
+                            LR,
+                            &loss,
+                            &seqs,
+                            3,
+                            1.0,
+                            &Default::default(),
+                            Some(&worker),
+                        )
+                        .unwrap();
+                        assert!(out.applied);
+                        losses.push(out.metrics.loss);
+                        norms.push(out.grad_norm);
+                        policy = out.policy;
+                    }
+                    worker.leave().unwrap();
+                    Run {
+                        losses,
+                        norms,
+                        params: flat(&policy),
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    let mut it = runs.into_iter();
+    [it.next().unwrap(), it.next().unwrap()]
+}
+
+fn rel(a: f64, b: f64) -> f64 {
+    (a - b).abs() / b.abs().max(1e-12)
+}
+
+/// The loss of one worker's shard with its own (local) normaliser, as a naive data-parallel
+/// trainer would form it before averaging over workers.
+fn local_loss(model: &Qwen3<B>, shard: &[Seq], aggregation: Aggregation) -> f64 {
+    let (c, loss) = loss_config(aggregation);
+    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+    let out = policy_update(
+        model.clone(),
+        &mut optim,
+        LR,
+        &loss,
+        &train_seqs(shard),
+        3,
+        1.0,
+        &Default::default(),
+    )
+    .unwrap();
+    out.metrics.loss
+}
+
+fn check_equivalence(aggregation: Aggregation) {
+    let _turn = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let (model, tok) = task_model(11, None);
+    let b = batch(&model, &tok);
+    let lens: Vec<usize> = b.iter().map(|s| s.1.len()).collect();
+    let (short, long): (usize, usize) = (lens[..SPLIT].iter().sum(), lens[SPLIT..].iter().sum());
+    assert!(
+        long >= 3 * short,
+        "shards must differ in tokens: {short} vs {long}"
+    );
+
+    let one = single(model.clone(), &b, aggregation);
+    let two = sharded(model.clone(), &b, aggregation);
+    const TOL: f64 = 1e-5;
+    for (k, w) in two.iter().enumerate() {
+        for s in 0..STEPS {
+            let (l, n) = (
+                rel(w.losses[s], one.losses[s]),
+                rel(w.norms[s], one.norms[s]),
+            );
+            assert!(
+                l < TOL && n < TOL,
+                "{aggregation:?} worker {k} step {s}: loss {} vs {} (rel {l:e}), grad norm {} vs \
+                 {} (rel {n:e})",
+                w.losses[s],
+                one.losses[s],
+                w.norms[s],
+                one.norms[s]
+            );
+        }
+        // Parameters: every element within 1e-5 of the single worker's, relative to the
+        // largest parameter magnitude of the model.
+        let scale = one.params.iter().fold(0f32, |m, x| m.max(x.abs())) as f64;
+        let worst = w
+            .params
+            .iter()
+            .zip(&one.params)
+            .map(|(a, b)| (*a as f64 - *b as f64).abs())
+            .fold(0f64, f64::max);
+        eprintln!(
+            "{aggregation:?} worker {k}: losses {:?} vs {:?}, grad norms {:?} vs {:?}, \
+             worst parameter gap {worst:e} (scale {scale})",
+            w.losses, one.losses, w.norms, one.norms
+        );
+        assert!(
+            worst / scale < TOL,
+            "{aggregation:?} worker {k}: parameters differ by {worst:e} (scale {scale})"
+        );
+    }
+    // The two replicas are bit-identical: the same summed gradients, the same AdamW step.
+    assert_eq!(two[0].params, two[1].params);
+    assert_eq!(two[0].losses, two[1].losses);
+
+    // Control: averaging the workers' own means misses the global loss by far more than TOL.
+    let naive = 0.5
+        * (local_loss(&model, &b[..SPLIT], aggregation)
+            + local_loss(&model, &b[SPLIT..], aggregation));
+    assert!(
+        rel(naive, one.losses[0]) > 1e3 * TOL,
+        "{aggregation:?}: the per-worker-mean loss {naive} is too close to the global loss {} \
+         for this test to tell them apart",
+        one.losses[0]
+    );
+}
+
+#[test]
+fn two_workers_equal_one_with_token_mean() {
+    check_equivalence(Aggregation::TokenMean);
+}
+
+#[test]
+fn two_workers_equal_one_with_seq_mean_token_mean() {
+    check_equivalence(Aggregation::SeqMeanTokenMean);
+}
