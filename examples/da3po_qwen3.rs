@@ -104,7 +104,14 @@ fn embedded<B: AutodiffBackend>(args: &Args, device: B::Device) -> Result<(), Tr
         config = TrainConfig::from_toml_file(path, &config)?;
     }
     let t0 = Instant::now();
-    train::run_embedded::<B>(&demo, config, args.resume, args.init.as_deref(), device)?;
+    train::run_embedded::<B>(
+        &demo,
+        config,
+        args.resume,
+        args.init.as_deref(),
+        device,
+        None,
+    )?;
     println!("total {:.0}s", t0.elapsed().as_secs_f64());
     Ok(())
 }

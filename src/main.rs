@@ -30,6 +30,8 @@ enum Command {
     Mix(cli::mix::MixArgs),
     /// Train with GRPO / Dr. GRPO / DAPO / DA3PO / GSPO from a TOML config (embedded arithmetic run without model.path).
     Train(cli::train::TrainArgs),
+    /// The orchestrator that joins the processes of a data-parallel `rlvr train --world-size N`.
+    Orchestrator(cli::orchestrator::OrchestratorArgs),
     /// Compare algorithms (default GRPO, DAPO, DA3PO) on the embedded task over seeds at equal rollout budgets.
     Compare(cli::compare::CompareArgs),
     /// Write a Qwen3 checkpoint (HF layout with tokenizer.json) as GGUF for llama.cpp.
@@ -44,10 +46,9 @@ fn main() {
     let cli = Cli::parse();
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();
-    let stdout = std::io::stdout();
-    let mut stdout = stdout.lock();
-    let stderr = std::io::stderr();
-    let mut stderr = stderr.lock();
+    // Not locked: `rlvr train --workers N` prints from its worker threads.
+    let mut stdout = std::io::stdout();
+    let mut stderr = std::io::stderr();
     let mut io = Io {
         stdin: &mut stdin,
         stdout: &mut stdout,
@@ -62,6 +63,7 @@ fn main() {
         Command::Mix(args) => cli::mix::run(args, &mut io),
         Command::Train(args) => cli::train::run(args, &mut io),
         Command::Compare(args) => cli::compare::run(args, &mut io),
+        Command::Orchestrator(args) => cli::orchestrator::run(args, &mut io),
         Command::ExportGguf(args) => cli::export_gguf::run(args, &mut io),
     };
     std::process::exit(code);

@@ -174,3 +174,73 @@ fn sigkill_then_resume_reproduces_the_uninterrupted_run() {
     assert_eq!(a.len(), steps + 1);
     assert_eq!(a, b, "resumed from step {at_kill}");
 }
+
+/// `rlvr train --workers 2`: two data-parallel workers (threads) train the embedded run; rank 0
+/// alone writes the metrics (exactly one line per step, plus the step-0 evaluation) and the
+/// checkpoints, and the run resumes from them.
+#[test]
+fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
+    let dir = tmp("workers");
+    let demo = dir.join("demo.toml");
+    std::fs::write(&demo, DEMO).unwrap();
+    let out = dir.join("run");
+    let cfg = dir.join("run.toml");
+    std::fs::write(&cfg, train_config(&out, 4)).unwrap();
+    let run = |steps_cfg: &Path, resume: bool| {
+        let mut c = rlvr();
+        c.args(["train", "--workers", "2", "--demo"])
+            .arg(&demo)
+            .arg("--config")
+            .arg(steps_cfg);
+        if resume {
+            c.arg("--resume");
+        }
+        c.stdout(Stdio::null()).status().unwrap()
+    };
+    assert!(run(&cfg, false).success());
+    let steps: Vec<u64> = metric_lines(&out)
+        .iter()
+        .map(|m| m["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, vec![0, 1, 2, 3, 4]);
+    assert_eq!(latest_step(&out), Some(4));
+    // Every step trained on the whole batch (2 groups of 4): the workers' shares add up.
+    for m in &metric_lines(&out)[1..] {
+        assert_eq!(m["groups_kept"].as_u64(), Some(2), "{m}");
+    }
+    // Two more steps from the checkpoint, still one line per step.
+    std::fs::write(&cfg, train_config(&out, 6)).unwrap();
+    assert!(run(&cfg, true).success());
+    let steps: Vec<u64> = metric_lines(&out)
+        .iter()
+        .map(|m| m["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, vec![0, 1, 2, 3, 4, 5, 6]);
+}
+
+/// Asynchronous rollouts are not supported with data-parallel workers: a clear error naming the
+/// field, exit code 2.
+#[test]
+fn workers_with_asynchronous_rollouts_are_refused() {
+    let dir = tmp("workers-async");
+    let demo = dir.join("demo.toml");
+    std::fs::write(&demo, DEMO).unwrap();
+    let cfg = dir.join("run.toml");
+    let text =
+        train_config(&dir.join("run"), 2).replace("[rollout]\n", "[rollout]\nmax_staleness = 1\n");
+    std::fs::write(&cfg, text).unwrap();
+    let out = rlvr()
+        .args(["train", "--workers", "2", "--demo"])
+        .arg(&demo)
+        .arg("--config")
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("rollout.max_staleness"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod export_gguf;
 pub mod generate;
 pub mod mix;
+pub mod orchestrator;
 pub mod score;
 pub mod theory;
 pub mod train;

@@ -8,6 +8,7 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use rl_models::{Qwen3, Tokenizer};
 use rl_trainer::data::Dataset;
+use rl_trainer::distributed::{Topology, Worker, WorkerConfig};
 use rl_trainer::{EvalReport, TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics};
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
@@ -31,21 +32,109 @@ pub struct TrainArgs {
     /// Backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
     pub backend: BackendKind,
+    /// Data-parallel training with N workers as threads of this process, all on the backend's
+    /// device (docs/distributed.md).
+    #[arg(long, conflicts_with = "world_size")]
+    pub workers: Option<usize>,
+    /// Data-parallel training across processes: the number of worker processes (each started
+    /// with its `--rank`, the same `--orchestrator` and its own `--node`).
+    #[arg(long, requires_all = ["rank", "orchestrator", "node"])]
+    pub world_size: Option<usize>,
+    /// This process's rank, 0..world-size.
+    #[arg(long)]
+    pub rank: Option<usize>,
+    /// The orchestrator (`rlvr orchestrator --port P`), HOST:PORT.
+    #[arg(long)]
+    pub orchestrator: Option<String>,
+    /// This worker's HOST:PORT as the other workers reach it (the port serves its tensors).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Seconds a worker waits for the others in a collective call before it stops with an
+    /// error naming its rank.
+    #[arg(long, default_value_t = 300.0)]
+    pub worker_timeout: f64,
+}
+
+impl TrainArgs {
+    /// The data-parallel workers this process runs: none, N local threads, or one process of a
+    /// multi-process world.
+    fn workers(&self) -> Vec<WorkerConfig> {
+        if let Some(n) = self.workers {
+            return (0..n)
+                .map(|r| WorkerConfig {
+                    timeout_s: self.worker_timeout,
+                    ..WorkerConfig::local(n, r)
+                })
+                .collect();
+        }
+        match (&self.world_size, &self.rank, &self.orchestrator, &self.node) {
+            (Some(n), Some(r), Some(o), Some(node)) => vec![WorkerConfig {
+                world_size: *n,
+                rank: *r,
+                timeout_s: self.worker_timeout,
+                topology: Topology::Global {
+                    orchestrator: o.clone(),
+                    node: node.clone(),
+                },
+            }],
+            _ => Vec::new(),
+        }
+    }
 }
 
 struct Job {
     config: TrainConfig,
     demo: ArithmeticDemo,
     resume: bool,
+    workers: Vec<WorkerConfig>,
 }
 
 impl BackendJob for Job {
     type Output = Result<(), TrainerError>;
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output {
-        match self.config.model.path.clone() {
-            None => run_embedded::<B>(&self.demo, self.config, self.resume, None, device),
-            Some(dir) => run_checkpoint::<B>(self.config, dir, self.resume, device),
+        let one = |worker: Option<WorkerConfig>, device: B::Device| match self
+            .config
+            .model
+            .path
+            .clone()
+        {
+            None => run_embedded::<B>(
+                &self.demo,
+                self.config.clone(),
+                self.resume,
+                None,
+                device,
+                worker,
+            ),
+            Some(dir) => run_checkpoint::<B>(self.config.clone(), dir, self.resume, device, worker),
+        };
+        if self.workers.len() <= 1 {
+            return one(self.workers.first().cloned(), device);
         }
+        // Local workers: one thread each; the first error (by rank) is the run's.
+        std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .workers
+                .iter()
+                .map(|w| {
+                    let (w, device, one) = (w.clone(), device.clone(), &one);
+                    s.spawn(move || one(Some(w), device))
+                })
+                .collect();
+            let mut first = Ok(());
+            for (rank, h) in handles.into_iter().enumerate() {
+                let r = h.join().unwrap_or_else(|_| {
+                    Err(TrainerError::Distributed {
+                        rank,
+                        message: "the worker thread panicked".into(),
+                    })
+                });
+                if first.is_ok() {
+                    first = r;
+                }
+            }
+            first
+        })
     }
 }
 
@@ -75,12 +164,18 @@ pub fn run(args: TrainArgs, io: &mut Io<'_>) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
+    let workers = args.workers();
+    if let Some(e) = workers.iter().find_map(|w| w.validate().err()) {
+        let _ = writeln!(io.stderr, "error: {e}");
+        return EXIT_BAD_INPUT;
+    }
     match run_on(
         args.backend,
         Job {
             config,
             demo,
             resume: args.resume,
+            workers,
         },
     ) {
         Ok(Ok(())) => EXIT_OK,
@@ -122,8 +217,15 @@ pub fn train_from_config<B: AutodiffBackend>(
     device: B::Device,
 ) -> Result<(), TrainerError> {
     match config.model.path.clone() {
-        None => run_embedded::<B>(&ArithmeticDemo::default(), config, resume, None, device),
-        Some(dir) => run_checkpoint::<B>(config, dir, resume, device),
+        None => run_embedded::<B>(
+            &ArithmeticDemo::default(),
+            config,
+            resume,
+            None,
+            device,
+            None,
+        ),
+        Some(dir) => run_checkpoint::<B>(config, dir, resume, device, None),
     }
 }
 
@@ -183,16 +285,22 @@ fn report(config: &TrainConfig) -> Result<(), TrainerError> {
 }
 
 /// The embedded arithmetic run: tokenizer, split, seeded tiny Qwen3, supervised warm-start
-/// (skipped when resuming), RL, report.
+/// (skipped when resuming), RL, report. With `worker`, this is one data-parallel worker (every
+/// worker builds the same warm-started model; rank 0 prints, saves and reports).
 pub fn run_embedded<B: AutodiffBackend>(
     demo: &ArithmeticDemo,
     config: TrainConfig,
     resume: bool,
     init: Option<&std::path::Path>,
     device: B::Device,
+    worker: Option<WorkerConfig>,
 ) -> Result<(), TrainerError> {
+    let leader = worker.as_ref().is_none_or(|w| w.rank == 0);
+    macro_rules! say {
+        ($($t:tt)*) => { if leader { println!($($t)*) } };
+    }
     let data = demo.data()?;
-    println!(
+    say!(
         "embedded run: {} tiers x {} train / {} held-out prompts; tiny Qwen3 (hidden {}, {} layers, vocab {}); {} for {} steps",
         demo.task.tiers.len(),
         demo.train_per_tier,
@@ -203,11 +311,12 @@ pub fn run_embedded<B: AutodiffBackend>(
         config.algorithm,
         config.steps
     );
-    println!("resolved config:\n{}", config.to_toml());
+    say!("resolved config:\n{}", config.to_toml());
     let t0 = Instant::now();
-    let mut trainer = match (resume, latest_checkpoint(&config.out_dir)) {
+    let dev = device.clone();
+    let trainer = match (resume, latest_checkpoint(&config.out_dir)) {
         (true, Some(ckpt)) => {
-            println!("resuming from {}", ckpt.display());
+            say!("resuming from {}", ckpt.display());
             Trainer::<B, Qwen3<B>>::resume(
                 config,
                 &ckpt,
@@ -220,23 +329,26 @@ pub fn run_embedded<B: AutodiffBackend>(
         _ => {
             let model = match init {
                 Some(dir) => {
-                    println!("starting from {}", dir.display());
+                    say!("starting from {}", dir.display());
                     Qwen3::<B>::load(dir, &device)?
                 }
                 None => {
-                    println!(
+                    say!(
                         "supervised warm-start: {} updates of {} examples (reference responses of all tiers; short, so the hard tier is left with a small pass rate)",
-                        demo.sft.steps, demo.sft.batch_size
+                        demo.sft.steps,
+                        demo.sft.batch_size
                     );
                     let steps = demo.sft.steps;
                     let model = demo.warm_start::<B>(&data, config.seed, &device, |s, loss| {
-                        if s % 50 == 0 || s == steps {
+                        if leader && (s % 50 == 0 || s == steps) {
                             println!("  sft step {s:>4} loss {loss:.4}");
                         }
                     })?;
                     let dir = config.out_dir.join("warm_start");
-                    model.save(&dir)?;
-                    println!(
+                    if leader {
+                        model.save(&dir)?;
+                    }
+                    say!(
                         "warm-start done in {:.0}s (saved to {})",
                         t0.elapsed().as_secs_f64(),
                         dir.display()
@@ -254,10 +366,11 @@ pub fn run_embedded<B: AutodiffBackend>(
             )?
         }
     };
+    let mut trainer = join(trainer, worker, &dev)?;
     let t1 = Instant::now();
     trainer.run(|_| {})?;
-    println!("RL done in {:.0}s", t1.elapsed().as_secs_f64());
-    report(trainer.config())
+    say!("RL done in {:.0}s", t1.elapsed().as_secs_f64());
+    finish(trainer, leader)
 }
 
 /// A real checkpoint: `model.path` (HF layout; tokenizer from `model.tokenizer` or
@@ -267,7 +380,9 @@ pub fn run_checkpoint<B: AutodiffBackend>(
     dir: PathBuf,
     resume: bool,
     device: B::Device,
+    worker: Option<WorkerConfig>,
 ) -> Result<(), TrainerError> {
+    let leader = worker.as_ref().is_none_or(|w| w.rank == 0);
     let tok_path = config
         .model
         .tokenizer
@@ -287,15 +402,20 @@ pub fn run_checkpoint<B: AutodiffBackend>(
         Some(p) => Some(Dataset::load(p, &config.data)?),
         None => None,
     };
-    println!("resolved config:\n{}", config.to_toml());
-    println!(
-        "{} training prompts{}",
-        train.len(),
-        eval.as_ref()
-            .map(|e| format!(", {} held-out", e.len()))
-            .unwrap_or_default()
-    );
-    let mut trainer = match (resume, latest_checkpoint(&config.out_dir)) {
+    if leader {
+        println!("resolved config:\n{}", config.to_toml());
+    }
+    if leader {
+        println!(
+            "{} training prompts{}",
+            train.len(),
+            eval.as_ref()
+                .map(|e| format!(", {} held-out", e.len()))
+                .unwrap_or_default()
+        );
+    }
+    let dev = device.clone();
+    let trainer = match (resume, latest_checkpoint(&config.out_dir)) {
         (true, Some(ckpt)) => {
             Trainer::<B, Qwen3<B>>::resume(config, &ckpt, tokenizer, train, eval, device)?
         }
@@ -304,6 +424,37 @@ pub fn run_checkpoint<B: AutodiffBackend>(
             Trainer::new(config, model, tokenizer, train, eval, device)?
         }
     };
+    let mut trainer = join(trainer, worker, &dev)?;
     trainer.run(|_| {})?;
-    report(trainer.config())
+    finish(trainer, leader)
+}
+
+/// Joins the data-parallel workers, when there are any.
+fn join<B: AutodiffBackend>(
+    trainer: Trainer<B, Qwen3<B>>,
+    worker: Option<WorkerConfig>,
+    device: &B::Device,
+) -> Result<Trainer<B, Qwen3<B>>, TrainerError> {
+    match worker {
+        Some(cfg) => {
+            let w = Worker::<B::InnerBackend>::join(cfg, device)?;
+            trainer.with_worker(w)
+        }
+        None => Ok(trainer),
+    }
+}
+
+/// After training: leaves the workers' collective; the report (rank 0).
+fn finish<B: AutodiffBackend>(
+    mut trainer: Trainer<B, Qwen3<B>>,
+    leader: bool,
+) -> Result<(), TrainerError> {
+    if let Some(w) = trainer.take_worker() {
+        w.leave()?;
+    }
+    if leader {
+        report(trainer.config())
+    } else {
+        Ok(())
+    }
 }

@@ -322,6 +322,46 @@ impl<B: Backend> Worker<B> {
             .collect())
     }
 
+    /// Every worker's `bytes` (of any length), indexed by rank: the lengths are gathered
+    /// first, then the bytes travel three per f32 (integers below 2^24, exact) in the sender's
+    /// slot of a zero vector.
+    pub fn all_gather_bytes(&self, what: &str, bytes: &[u8]) -> Result<Vec<Vec<u8>>, TrainerError> {
+        let w = self.cfg.world_size;
+        if w == 1 {
+            return Ok(vec![bytes.to_vec()]);
+        }
+        let lens: Vec<usize> = self
+            .all_gather(what, &[bytes.len() as f64])?
+            .into_iter()
+            .map(|v| v[0] as usize)
+            .collect();
+        let width = lens.iter().max().copied().unwrap_or(0).div_ceil(3).max(1);
+        let mut slots = vec![0f32; w * width];
+        for (i, c) in bytes.chunks(3).enumerate() {
+            let v = c.iter().rev().fold(0u32, |acc, &b| (acc << 8) | b as u32);
+            slots[self.cfg.rank * width + i] = v as f32;
+        }
+        let t = Tensor::<B, 1>::from_data(TensorData::new(slots, [w * width]), &self.device);
+        let data = self.all_reduce_sum(what, t)?.into_data().convert::<f32>();
+        let flat = data
+            .as_slice::<f32>()
+            .map_err(|e| self.error(format!("{what}: {e:?}")))?;
+        Ok(lens
+            .iter()
+            .enumerate()
+            .map(|(r, &len)| {
+                flat[r * width..(r + 1) * width]
+                    .iter()
+                    .flat_map(|&v| {
+                        let v = v as u32;
+                        [v as u8, (v >> 8) as u8, (v >> 16) as u8]
+                    })
+                    .take(len)
+                    .collect()
+            })
+            .collect())
+    }
+
     /// Σ over workers of each value, added in rank order in f64 (the same result on every
     /// worker).
     pub fn sum(&self, what: &str, values: &[f64]) -> Result<Vec<f64>, TrainerError> {

@@ -28,7 +28,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch};
+use rl_advantage::{AdvantageEstimator, BatchAdvantages, GroupId, Sample, compute_batch};
 use rl_loss::{IsCorrection, IsStats, LossMetrics, sequence_weights};
 use rl_models::GgufDtype;
 use rl_models::{GenerationConfig, RowSeed, Tokenizer};
@@ -44,6 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::TrainerError;
 use crate::config::{EngineConfig, TrainConfig};
 use crate::data::{Dataset, PromptRenderer, PromptSampler, SamplerState};
+use crate::distributed::Worker;
 use crate::engine::{EngineHandle, Generator, LocalEngine, Pending};
 use crate::eval::EvalReport;
 use crate::metrics::{MetricsWriter, StepMetrics, pass_rate_bin};
@@ -52,7 +53,7 @@ use crate::policy::Policy;
 use crate::rollout::{
     Rollout, RoundPrompt, Scorer, group_completions, round_requests, strip_end_tokens,
 };
-use crate::update::{TrainSeq, policy_update};
+use crate::update::{TrainSeq, policy_update_sharded};
 
 /// Everything besides weights and optimizer moments that a checkpoint restores.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -101,12 +102,16 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     engine: EngineHandle,
     prefetched: Option<SubmittedRound>,
     is_correction: IsCorrection,
+    worker: Option<Worker<B::InnerBackend>>,
 }
 
 /// A round handed to the engine: the prompts (data-set indices) and its completions to come.
 pub struct SubmittedRound {
     /// Data-set indices of the round's prompts.
     pub prompts: Vec<usize>,
+    /// With data-parallel workers: the positions in `prompts` this worker generates (`None`:
+    /// all of them).
+    pub owned: Option<Vec<usize>>,
     /// The engine's answer.
     pub pending: Pending,
 }
@@ -255,6 +260,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             engine,
             prefetched: None,
             is_correction,
+            worker: None,
         };
         // A remote engine that serves another version (a fresh server: the base model) gets
         // this run's weights before the first round.
@@ -262,6 +268,53 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             trainer.sync_weights()?;
         }
         Ok(trainer)
+    }
+
+    /// Makes this trainer one data-parallel worker of several (docs/distributed.md). Every
+    /// worker runs the same configuration from the same state; each generates and scores its
+    /// share of every round's prompts (positions rank, rank + N, …), the scored groups are
+    /// exchanged so that dynamic sampling, advantages and metrics are computed on the whole
+    /// round by every worker alike, and each worker trains on its share of every mini-batch's
+    /// groups with counts, gradients and statistics summed over the workers
+    /// ([`crate::update::policy_update_sharded`]). Rank 0 writes metrics and checkpoints.
+    /// Asynchronous rollouts (`rollout.max_staleness` ≥ 1) are not supported yet.
+    pub fn with_worker(mut self, worker: Worker<B::InnerBackend>) -> Result<Self, TrainerError> {
+        if self.config.rollout.max_staleness > 0 {
+            return Err(TrainerError::Config {
+                field: "rollout.max_staleness".into(),
+                message: format!(
+                    "{} with data-parallel workers: only synchronous rollouts (0) are supported",
+                    self.config.rollout.max_staleness
+                ),
+            });
+        }
+        if worker.world_size() > 1 && !worker.is_leader() {
+            self.quiet = true;
+        }
+        self.worker = Some(worker);
+        Ok(self)
+    }
+
+    /// Takes the data-parallel worker out (to leave the collective after training).
+    pub fn take_worker(&mut self) -> Option<Worker<B::InnerBackend>> {
+        self.worker.take()
+    }
+
+    /// The data-parallel worker, if any.
+    pub fn worker(&self) -> Option<&Worker<B::InnerBackend>> {
+        self.worker.as_ref()
+    }
+
+    /// False on data-parallel workers other than rank 0 (which write nothing).
+    fn leads(&self) -> bool {
+        self.worker.as_ref().is_none_or(|w| w.is_leader())
+    }
+
+    /// Whether this worker trains on group `gi` of a batch (all groups without workers).
+    fn owns_group(&self, gi: usize) -> bool {
+        self.worker
+            .as_ref()
+            .is_none_or(|w| gi % w.world_size() == w.rank())
     }
 
     /// Generates rollouts with `engine` instead of the in-process [`LocalEngine`], on the
@@ -374,6 +427,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         )?;
         trainer.prefetched = inflight.map(|r| SubmittedRound {
             prompts: r.prompts,
+            owned: None,
             pending: Pending::Ready(Ok(r.completions)),
         });
         Ok(trainer)
@@ -533,9 +587,19 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             r.generation_batch,
             &mut seeds,
         );
+        let owned = self.worker.as_ref().map(|w| {
+            (0..idx.len())
+                .filter(|p| p % w.world_size() == w.rank())
+                .collect::<Vec<_>>()
+        });
+        let requests = match &owned {
+            Some(mine) => own_requests(requests, mine, r.group_size),
+            None => requests,
+        };
         let pending = self.engine.submit(requests)?;
         Ok(SubmittedRound {
             prompts: idx,
+            owned,
             pending,
         })
     }
@@ -548,30 +612,38 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// prompt, without the groups that may not be trained on — those with a completion more
     /// than `rollout.max_staleness` versions behind the policy of this step, or aborted by the
     /// engine — which are counted in `stats`.
+    /// Returns the kept prompts' positions in the round, their data-set indices and their
+    /// completions (with data-parallel workers: of this worker's share).
+    #[allow(clippy::type_complexity)]
     pub fn receive_round(
         &mut self,
         round: SubmittedRound,
         stats: &mut RolloutStats,
-    ) -> Result<(Vec<usize>, Vec<Vec<Completion>>), TrainerError> {
+    ) -> Result<(Vec<usize>, Vec<usize>, Vec<Vec<Completion>>), TrainerError> {
         let replies = round.pending.wait()?;
-        let groups =
-            group_completions(replies, round.prompts.len(), self.config.rollout.group_size)?;
+        let mine = round
+            .owned
+            .unwrap_or_else(|| (0..round.prompts.len()).collect());
+        let groups = group_completions(replies, mine.len(), self.config.rollout.group_size)?;
         let policy_version = self.state.step as u64;
         let k = self.config.rollout.max_staleness as u64;
+        let mut positions = Vec::with_capacity(groups.len());
         let mut prompts = Vec::with_capacity(groups.len());
         let mut kept = Vec::with_capacity(groups.len());
-        for (p, g) in round.prompts.into_iter().zip(groups) {
+        for (pos, g) in mine.into_iter().zip(groups) {
+            let p = round.prompts[pos];
             let stale = g.iter().any(|c| staleness(policy_version, c.version) > k);
             let aborted = g.iter().any(|c| c.finish == FinishReason::Abort);
             if stale || aborted {
                 stats.stale_groups_dropped += 1;
                 stats.dropped_responses += g.len();
             } else {
+                positions.push(pos);
                 prompts.push(p);
                 kept.push(g);
             }
         }
-        Ok((prompts, kept))
+        Ok((positions, prompts, kept))
     }
 
     /// Generation rounds — generate, score, filter — until the batcher returns a batch. The
@@ -585,7 +657,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 Some(r) => r,
                 None => self.submit_round()?,
             };
-            let (idx, completions) = self.receive_round(round, &mut stats)?;
+            let dropped = (stats.stale_groups_dropped, stats.dropped_responses);
+            let (positions, idx, completions) = self.receive_round(round, &mut stats)?;
             let rendered = self.render(&idx)?;
             let prompts = round_prompts(&self.train, &idx, rendered);
             let scorer = Scorer {
@@ -595,12 +668,28 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 tokenizer: &self.tokenizer,
                 end_ids: &self.end_ids,
             };
-            let groups = scorer.score_round(
-                &prompts,
-                completions,
-                &mut self.state.next_group,
-                &mut stats.outcomes,
-            )?;
+            let mut outcomes = OutcomeCounts::default();
+            let mut groups = scorer.score_round(&prompts, completions, &mut 0, &mut outcomes)?;
+            if let Some(w) = &self.worker {
+                let share = RoundShare {
+                    groups: positions.into_iter().zip(groups).collect(),
+                    outcomes,
+                    stale_groups: stats.stale_groups_dropped - dropped.0,
+                    dropped_responses: stats.dropped_responses - dropped.1,
+                };
+                let all = share.exchange(w)?;
+                (stats.stale_groups_dropped, stats.dropped_responses) = dropped;
+                stats.stale_groups_dropped += all.stale_groups;
+                stats.dropped_responses += all.dropped_responses;
+                outcomes = all.outcomes;
+                groups = all.groups.into_iter().map(|(_, g)| g).collect();
+            }
+            // Group ids in round order (with workers: the same on every worker).
+            for g in &mut groups {
+                g.group = GroupId(self.state.next_group);
+                self.state.next_group += 1;
+            }
+            stats.outcomes.merge(&outcomes);
             stats.observe_round(&groups);
             if let Some(batch) = self.batcher.push_round(groups)? {
                 self.state.keep_rate.observe(&batch.report);
@@ -702,6 +791,78 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         Ok(BehaviourLogprobs { old, reference })
     }
 
+    /// π_old (and reference) log-probs and importance weights of the rollouts this worker
+    /// trains on (all of them without workers; the others' entries are left empty), with the
+    /// importance-sampling statistics summed over the workers.
+    #[allow(clippy::type_complexity)]
+    fn shared_logprobs(
+        &self,
+        groups: &[RolloutGroup<Rollout>],
+    ) -> Result<(Vec<Vec<f32>>, Option<Vec<Vec<f32>>>, ImportanceWeights), TrainerError> {
+        let Some(w) = &self.worker else {
+            let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
+            let BehaviourLogprobs { old, reference } = self.behaviour_logprobs(&items)?;
+            let is = self.importance_weights(&items, &old)?;
+            return Ok((old, reference, is));
+        };
+        let mut mine = Vec::new();
+        let mut at = Vec::new();
+        let mut i = 0;
+        for (gi, g) in groups.iter().enumerate() {
+            for it in &g.items {
+                if self.owns_group(gi) {
+                    mine.push(it);
+                    at.push(i);
+                }
+                i += 1;
+            }
+        }
+        let BehaviourLogprobs {
+            old: o,
+            reference: r,
+        } = self.behaviour_logprobs(&mine)?;
+        let local = self.importance_weights(&mine, &o)?;
+        let spread = |v: Vec<Vec<f32>>| {
+            let mut out = vec![Vec::new(); i];
+            for (k, x) in at.iter().zip(v) {
+                out[*k] = x;
+            }
+            out
+        };
+        let mut keep = vec![Vec::new(); i];
+        for (k, x) in at.iter().zip(local.keep) {
+            keep[*k] = x;
+        }
+        let st = local.stats;
+        let all = w.all_gather(
+            "summing importance-sampling statistics",
+            &[
+                st.tokens as f64,
+                st.abs_diff_sum,
+                st.abs_diff_max,
+                st.truncated as f64,
+                st.masked as f64,
+            ],
+        )?;
+        let mut stats = IsStats::default();
+        for v in all {
+            stats.merge(&IsStats {
+                tokens: v[0] as usize,
+                abs_diff_sum: v[1],
+                abs_diff_max: v[2],
+                truncated: v[3] as usize,
+                masked: v[4] as usize,
+            });
+        }
+        let is = ImportanceWeights {
+            active: local.active,
+            weights: spread(local.weights),
+            keep,
+            stats,
+        };
+        Ok((spread(o), r.map(spread), is))
+    }
+
     /// μ epochs × `optim.mini_batches` optimizer updates over mini-batches of whole groups.
     /// An update whose loss or gradient norm is not finite is skipped and counted; more than
     /// `optim.max_consecutive_skips` − 1 skips in a row stop training with
@@ -738,6 +899,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 let hi = (part + 1) * order.len() / mb;
                 let mut batch = Vec::new();
                 for &gi in &order[lo..hi] {
+                    if !self.owns_group(gi) {
+                        continue;
+                    }
                     for i in starts[gi]..starts[gi] + groups[gi].items.len() {
                         let r = items[i];
                         batch.push(TrainSeq {
@@ -754,7 +918,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                     }
                 }
                 let policy = self.policy.take().expect("policy present");
-                let out = policy_update(
+                let out = policy_update_sharded(
                     policy,
                     &mut self.optim,
                     lr,
@@ -763,6 +927,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                     micro,
                     temperature,
                     &self.device,
+                    self.worker.as_ref(),
                 )?;
                 self.policy = Some(out.policy);
                 if out.applied {
@@ -803,8 +968,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 
         let t1 = Instant::now();
         let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
-        let BehaviourLogprobs { old, reference } = self.behaviour_logprobs(&items)?;
-        let is = self.importance_weights(&items, &old)?;
+        let (old, reference, is) = self.shared_logprobs(&groups)?;
         let time_logprobs = t1.elapsed().as_secs_f64();
 
         let t2 = Instant::now();
@@ -818,6 +982,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             &is,
         )?;
         let time_train = t2.elapsed().as_secs_f64();
+        let mut update = update;
+        if let Some(w) = &self.worker {
+            update.trained_tokens =
+                w.sum("summing trained tokens", &[update.trained_tokens as f64])?[0] as usize;
+        }
 
         let version = self.state.step as u64;
         self.state.step = step;
@@ -853,19 +1022,29 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let out = self.config.out_dir.clone();
         std::fs::create_dir_all(&out).map_err(|e| TrainerError::io(&out, e))?;
         let fresh = self.state.step == 0;
+        let leads = self.leads();
         let cfg_path = out.join("config.toml");
-        std::fs::write(&cfg_path, self.config.to_toml())
-            .map_err(|e| TrainerError::io(&cfg_path, e))?;
-        if fresh && let Some(r) = &self.reference {
+        if leads {
+            std::fs::write(&cfg_path, self.config.to_toml())
+                .map_err(|e| TrainerError::io(&cfg_path, e))?;
+        }
+        if leads
+            && fresh
+            && let Some(r) = &self.reference
+        {
             let dir = out.join("reference");
             if !dir.join("config.json").exists() {
                 atomic_dir(&dir, |tmp| r.save(tmp))?;
             }
         }
-        self.writer = Some(MetricsWriter::open(
-            &out.join("metrics.jsonl"),
-            (!fresh).then_some(self.state.step),
-        )?);
+        self.writer = if leads {
+            Some(MetricsWriter::open(
+                &out.join("metrics.jsonl"),
+                (!fresh).then_some(self.state.step),
+            )?)
+        } else {
+            None
+        };
         if fresh && self.eval.is_some() {
             let report = self.evaluate(0)?;
             let m = StepMetrics {
@@ -912,6 +1091,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 m.acc, m.reward_mean, m.groups_kept, m.groups_seen, m.gen_rounds, m.frac_amplified
             ));
             if self.quiet
+                && leads
                 && (s % log_every == 0 || done || m.eval.is_some())
                 && std::env::var_os("RLVR_QUIET").is_none()
             {
@@ -928,6 +1108,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 );
             }
             if let Some(ev) = &m.eval
+                && leads
                 && std::env::var_os("RLVR_QUIET").is_none()
             {
                 bar.suspend(|| eprintln!("[eval step {s}] {}", ev.summary()));
@@ -935,7 +1116,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             self.write(&m)?;
             on_step(&m);
             let every = self.config.checkpoint.every;
-            if (every > 0 && s % every == 0) || done {
+            if leads && ((every > 0 && s % every == 0) || done) {
                 self.save_checkpoint()?;
             }
         }
@@ -981,6 +1162,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 };
                 self.prefetched = Some(SubmittedRound {
                     prompts: round.prompts,
+                    owned: round.owned,
                     pending: Pending::Ready(Ok(completions)),
                 });
                 Some(
@@ -1477,4 +1659,65 @@ pub fn config_diff(a: &TrainConfig, b: &TrainConfig) -> Vec<String> {
     walk("", &va, &vb, &mut out);
     out.retain(|p| p != "steps");
     out
+}
+
+/// The requests of `round_requests` for the prompts at positions `mine` (each request holds
+/// samples of one prompt; `group_size` samples per prompt, in prompt order).
+fn own_requests(
+    requests: Vec<rl_rollout::GenerateRequest>,
+    mine: &[usize],
+    group_size: usize,
+) -> Vec<rl_rollout::GenerateRequest> {
+    let mut row = 0;
+    requests
+        .into_iter()
+        .filter(|r| {
+            let pos = row / group_size.max(1);
+            row += r.n;
+            mine.binary_search(&pos).is_ok()
+        })
+        .collect()
+}
+
+/// One worker's scored groups of a round (with their positions in the round) and the counts
+/// that go with them, as exchanged between data-parallel workers.
+#[derive(Serialize, Deserialize)]
+struct RoundShare {
+    groups: Vec<(usize, RolloutGroup<Rollout>)>,
+    outcomes: OutcomeCounts,
+    stale_groups: usize,
+    dropped_responses: usize,
+}
+
+impl RoundShare {
+    /// Every worker's share merged, groups in round order: the same on every worker.
+    fn exchange<B: burn::prelude::Backend>(self, w: &Worker<B>) -> Result<Self, TrainerError> {
+        let bytes = serde_json::to_vec(&self).map_err(|e| TrainerError::Distributed {
+            rank: w.rank(),
+            message: format!("encoding scored rollouts: {e}"),
+        })?;
+        let mut all = RoundShare {
+            groups: Vec::new(),
+            outcomes: OutcomeCounts::default(),
+            stale_groups: 0,
+            dropped_responses: 0,
+        };
+        for (rank, b) in w
+            .all_gather_bytes("exchanging scored rollouts", &bytes)?
+            .into_iter()
+            .enumerate()
+        {
+            let s: RoundShare =
+                serde_json::from_slice(&b).map_err(|e| TrainerError::Distributed {
+                    rank: w.rank(),
+                    message: format!("scored rollouts from worker {rank}: {e}"),
+                })?;
+            all.groups.extend(s.groups);
+            all.outcomes.merge(&s.outcomes);
+            all.stale_groups += s.stale_groups;
+            all.dropped_responses += s.dropped_responses;
+        }
+        all.groups.sort_by_key(|(pos, _)| *pos);
+        Ok(all)
+    }
 }
