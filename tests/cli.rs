@@ -245,38 +245,22 @@ fn workers_with_asynchronous_rollouts_are_refused() {
     );
 }
 
-/// With one generation chunk per prompt (`rollout.generation_batch` = G), each prompt's
-/// samples depend only on its seed and the weights, so 2 workers generate exactly the rollouts
-/// 1 worker generates; dynamic sampling, advantages and the mini-batch order are replicated;
-/// and the sharded update equals the whole-batch one up to f32 summation order. Every metric of
-/// a 4-step run (timings aside) therefore matches: counts exactly, losses and norms within
-/// 1e-4 relative.
-#[test]
-fn two_local_workers_reproduce_the_single_worker_run() {
-    let dir = tmp("workers-equal");
-    let demo = dir.join("demo.toml");
-    std::fs::write(&demo, DEMO).unwrap();
-    let mut lines = Vec::new();
-    for (name, workers) in [("one", None), ("two", Some("2"))] {
-        let out = dir.join(name);
-        let cfg = dir.join(format!("{name}.toml"));
-        let text =
-            train_config(&out, 4).replace("[rollout]\n", "[rollout]\ngeneration_batch = 4\n");
-        std::fs::write(&cfg, text).unwrap();
-        let mut c = rlvr();
-        c.args(["train", "--demo"])
-            .arg(&demo)
-            .arg("--config")
-            .arg(&cfg);
-        if let Some(n) = workers {
-            c.args(["--workers", n]);
-        }
-        assert!(c.stdout(Stdio::null()).status().unwrap().success());
-        lines.push(metric_lines(&out));
-    }
-    let (one, two) = (&lines[0], &lines[1]);
-    assert_eq!(one.len(), 5);
-    assert_eq!(two.len(), 5);
+/// A config of the tiny run with one generation chunk per prompt (`rollout.generation_batch`
+/// = G): each prompt's samples then depend only on its seed and the weights, so N workers
+/// generate exactly the rollouts 1 worker generates.
+fn chunked_config(dir: &Path, name: &str, steps: usize) -> (PathBuf, PathBuf) {
+    let out = dir.join(name);
+    let cfg = dir.join(format!("{name}.toml"));
+    let text =
+        train_config(&out, steps).replace("[rollout]\n", "[rollout]\ngeneration_batch = 4\n");
+    std::fs::write(&cfg, text).unwrap();
+    (out, cfg)
+}
+
+/// Every metric of two runs (timings aside): counts and flags exactly, floats within 1e-4
+/// relative.
+fn assert_same_metrics(one: &[serde_json::Value], two: &[serde_json::Value]) {
+    assert_eq!(one.len(), two.len());
     let mut compared = 0;
     for (a, b) in one.iter().zip(two) {
         for (k, va) in a.as_object().unwrap() {
@@ -297,4 +281,169 @@ fn two_local_workers_reproduce_the_single_worker_run() {
     assert!(compared > 50, "only {compared} numbers compared");
     // The runs trained: the losses are not all zero.
     assert!(one.iter().any(|m| m["loss"].as_f64().unwrap().abs() > 1e-3));
+}
+
+/// The single-worker run of [`chunked_config`] (4 steps) in `dir/one`.
+fn single_chunked_run(dir: &Path, demo: &Path) -> Vec<serde_json::Value> {
+    let (out, cfg) = chunked_config(dir, "one", 4);
+    let mut c = rlvr();
+    c.args(["train", "--demo"])
+        .arg(demo)
+        .arg("--config")
+        .arg(&cfg);
+    assert!(c.stdout(Stdio::null()).status().unwrap().success());
+    metric_lines(&out)
+}
+
+/// 2 workers generate exactly the rollouts 1 worker generates ([`chunked_config`]); dynamic
+/// sampling, advantages and the mini-batch order are replicated; and the sharded update equals
+/// the whole-batch one up to f32 summation order. So every metric of a 4-step run matches.
+#[test]
+fn two_local_workers_reproduce_the_single_worker_run() {
+    let dir = tmp("workers-equal");
+    let demo = dir.join("demo.toml");
+    std::fs::write(&demo, DEMO).unwrap();
+    let one = single_chunked_run(&dir, &demo);
+    let (out, cfg) = chunked_config(&dir, "two", 4);
+    let mut c = rlvr();
+    c.args(["train", "--workers", "2", "--demo"])
+        .arg(&demo)
+        .arg("--config")
+        .arg(&cfg);
+    assert!(c.stdout(Stdio::null()).status().unwrap().success());
+    let two = metric_lines(&out);
+    assert_eq!(one.len(), 5);
+    assert_same_metrics(&one, &two);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Kills the child when dropped (a failing test leaves no process behind).
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `rlvr orchestrator` on a free port (burn 0.21 binds it on all interfaces; the workers reach
+/// it at 127.0.0.1).
+fn orchestrator() -> (Reaped, u16) {
+    let port = free_port();
+    let child = rlvr()
+        .args(["orchestrator", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "orchestrator not up"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Reaped(child), port)
+}
+
+/// `rlvr train` as worker `rank` of 2 processes.
+fn worker_process(demo: &Path, cfg: &Path, rank: usize, orch: u16, timeout_s: u32) -> Reaped {
+    Reaped(
+        rlvr()
+            .args(["train", "--demo"])
+            .arg(demo)
+            .arg("--config")
+            .arg(cfg)
+            .args(["--world-size", "2", "--rank", &rank.to_string()])
+            .args(["--orchestrator", &format!("127.0.0.1:{orch}")])
+            .args(["--node", &format!("127.0.0.1:{}", free_port())])
+            .args(["--worker-timeout", &timeout_s.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits for a child with a deadline; its exit status and standard error.
+fn wait_for(child: &mut Reaped, limit: Duration) -> (std::process::ExitStatus, String) {
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.0.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            return (status, err);
+        }
+        assert!(
+            t0.elapsed() < limit,
+            "a worker process did not end within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The same equivalence across 2 processes joined by burn-collective's global orchestrator
+/// (with the fixes of third_party/PATCHED.md).
+#[test]
+fn two_worker_processes_reproduce_the_single_worker_run() {
+    let dir = tmp("processes-equal");
+    let demo = dir.join("demo.toml");
+    std::fs::write(&demo, DEMO).unwrap();
+    let one = single_chunked_run(&dir, &demo);
+    let (out, cfg) = chunked_config(&dir, "two", 4);
+    let (_orch, port) = orchestrator();
+    let mut workers: Vec<Reaped> = (0..2)
+        .map(|r| worker_process(&demo, &cfg, r, port, 60))
+        .collect();
+    for w in &mut workers {
+        let (status, err) = wait_for(w, Duration::from_secs(300));
+        assert!(status.success(), "{err}");
+    }
+    assert_same_metrics(&one, &metric_lines(&out));
+}
+
+/// A worker process killed with SIGKILL makes the other exit non-zero within its timeout, with
+/// an error naming its rank.
+#[test]
+fn a_killed_worker_process_makes_the_other_exit_non_zero_within_the_timeout() {
+    let dir = tmp("processes-kill");
+    let demo = dir.join("demo.toml");
+    std::fs::write(&demo, DEMO).unwrap();
+    let (out, cfg) = chunked_config(&dir, "run", 100_000);
+    let (_orch, port) = orchestrator();
+    let timeout_s = 5;
+    let mut rank0 = worker_process(&demo, &cfg, 0, port, timeout_s);
+    let mut rank1 = worker_process(&demo, &cfg, 1, port, timeout_s);
+    let t0 = Instant::now();
+    while std::fs::read_to_string(out.join("metrics.jsonl"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+        < 3
+    {
+        assert!(t0.elapsed() < Duration::from_secs(300), "no training steps");
+        assert!(rank0.0.try_wait().unwrap().is_none(), "rank 0 ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rank1.0.kill().unwrap();
+    let killed = Instant::now();
+    let (status, err) = wait_for(&mut rank0, Duration::from_secs(120));
+    let waited = killed.elapsed();
+    eprintln!("rank 0 stopped {waited:?} after the kill: {}", err.trim());
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("worker 0"), "{err}");
+    assert!(
+        waited < Duration::from_secs(timeout_s as u64 + 30),
+        "rank 0 took {waited:?} to stop"
+    );
 }
