@@ -177,7 +177,7 @@ fn sigkill_then_resume_reproduces_the_uninterrupted_run() {
 
 /// `rlvr train --workers 2`: two data-parallel workers (threads) train the embedded run; rank 0
 /// alone writes the metrics (exactly one line per step, plus the step-0 evaluation) and the
-/// checkpoints, and the run resumes from them.
+/// checkpoints, and the run resumes from them with 2 workers, then with 1.
 #[test]
 fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
     let dir = tmp("workers");
@@ -216,6 +216,21 @@ fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
         .map(|m| m["step"].as_u64().unwrap())
         .collect();
     assert_eq!(steps, vec![0, 1, 2, 3, 4, 5, 6]);
+    // A different world size re-shards: the state in the checkpoint is the same on every worker
+    // and the shards are drawn per round from (rank, N), so one worker continues the run.
+    std::fs::write(&cfg, train_config(&out, 8)).unwrap();
+    let mut c = rlvr();
+    c.args(["train", "--resume", "--demo"])
+        .arg(&demo)
+        .arg("--config")
+        .arg(&cfg);
+    assert!(c.stdout(Stdio::null()).status().unwrap().success());
+    let steps: Vec<u64> = metric_lines(&out)
+        .iter()
+        .map(|m| m["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, vec![0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(latest_step(&out), Some(8));
 }
 
 /// Asynchronous rollouts are not supported with data-parallel workers: a clear error naming the
