@@ -101,6 +101,14 @@ fn metric_lines(out: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The `step` of every metrics line.
+fn metric_steps(out: &Path) -> Vec<u64> {
+    metric_lines(out)
+        .iter()
+        .map(|m| m["step"].as_u64().unwrap())
+        .collect()
+}
+
 fn latest_step(out: &Path) -> Option<usize> {
     let name = std::fs::read_to_string(out.join("checkpoints/latest")).ok()?;
     name.trim().strip_prefix("step-")?.parse().ok()
@@ -198,11 +206,7 @@ fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
         c.stdout(Stdio::null()).status().unwrap()
     };
     assert!(run(&cfg, false).success());
-    let steps: Vec<u64> = metric_lines(&out)
-        .iter()
-        .map(|m| m["step"].as_u64().unwrap())
-        .collect();
-    assert_eq!(steps, vec![0, 1, 2, 3, 4]);
+    assert_eq!(metric_steps(&out), vec![0, 1, 2, 3, 4]);
     assert_eq!(latest_step(&out), Some(4));
     // Every step trained on the whole batch (2 groups of 4): the workers' shares add up.
     for m in &metric_lines(&out)[1..] {
@@ -211,11 +215,7 @@ fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
     // Two more steps from the checkpoint, still one line per step.
     std::fs::write(&cfg, train_config(&out, 6)).unwrap();
     assert!(run(&cfg, true).success());
-    let steps: Vec<u64> = metric_lines(&out)
-        .iter()
-        .map(|m| m["step"].as_u64().unwrap())
-        .collect();
-    assert_eq!(steps, vec![0, 1, 2, 3, 4, 5, 6]);
+    assert_eq!(metric_steps(&out), vec![0, 1, 2, 3, 4, 5, 6]);
     // A different world size re-shards: the state in the checkpoint is the same on every worker
     // and the shards are drawn per round from (rank, N), so one worker continues the run.
     std::fs::write(&cfg, train_config(&out, 8)).unwrap();
@@ -225,11 +225,7 @@ fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
         .arg("--config")
         .arg(&cfg);
     assert!(c.stdout(Stdio::null()).status().unwrap().success());
-    let steps: Vec<u64> = metric_lines(&out)
-        .iter()
-        .map(|m| m["step"].as_u64().unwrap())
-        .collect();
-    assert_eq!(steps, vec![0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(metric_steps(&out), vec![0, 1, 2, 3, 4, 5, 6, 7, 8]);
     assert_eq!(latest_step(&out), Some(8));
 }
 

@@ -404,8 +404,6 @@ pub fn run_checkpoint<B: AutodiffBackend>(
     };
     if leader {
         println!("resolved config:\n{}", config.to_toml());
-    }
-    if leader {
         println!(
             "{} training prompts{}",
             train.len(),

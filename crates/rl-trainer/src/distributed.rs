@@ -29,7 +29,7 @@ use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
 use burn::tensor::backend::AutodiffBackend;
 use burn_collective::{CollectiveConfig, PeerId, ReduceOperation};
-use rl_loss::LossMetrics;
+use rl_loss::{IsStats, LossMetrics};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
@@ -279,6 +279,26 @@ impl<B: Backend> Worker<B> {
         Ok(Tensor::from_primitive(TensorPrimitive::Float(sum)))
     }
 
+    /// Σ over workers of a host vector of slots (the gathers' transport), checked to come back
+    /// as long as it went.
+    fn sum_slots(&self, what: &str, slots: Vec<f32>) -> Result<Vec<f32>, TrainerError> {
+        let n = slots.len();
+        let t = Tensor::<B, 1>::from_data(TensorData::new(slots, [n]), &self.device);
+        let flat = self
+            .all_reduce_sum(what, t)?
+            .into_data()
+            .convert::<f32>()
+            .into_vec::<f32>()
+            .map_err(|e| self.error(format!("{what}: {e:?}")))?;
+        if flat.len() != n {
+            return Err(self.error(format!(
+                "{what}: {} values came back for {n} sent (do all workers pass the same number?)",
+                flat.len()
+            )));
+        }
+        Ok(flat)
+    }
+
     /// Every worker's `values` (all workers must pass the same number), indexed by rank.
     ///
     /// Exact in f64: each value travels as an f32 pair (v ≈ hi + lo) in its rank's slot of a
@@ -297,19 +317,7 @@ impl<B: Backend> Worker<B> {
             slots[k] = hi;
             slots[k + 1] = lo;
         }
-        let t = Tensor::<B, 1>::from_data(TensorData::new(slots, [w * n * 2]), &self.device);
-        let data = self.all_reduce_sum(what, t)?.into_data().convert::<f32>();
-        let flat = data
-            .as_slice::<f32>()
-            .map_err(|e| self.error(format!("{what}: {e:?}")))?;
-        if flat.len() != w * n * 2 {
-            return Err(self.error(format!(
-                "{what}: {} values came back for {} workers × {n} (do all workers pass the same \
-                 number?)",
-                flat.len() / 2,
-                w
-            )));
-        }
+        let flat = self.sum_slots(what, slots)?;
         Ok((0..w)
             .map(|r| {
                 (0..n)
@@ -341,11 +349,7 @@ impl<B: Backend> Worker<B> {
             let v = c.iter().rev().fold(0u32, |acc, &b| (acc << 8) | b as u32);
             slots[self.cfg.rank * width + i] = v as f32;
         }
-        let t = Tensor::<B, 1>::from_data(TensorData::new(slots, [w * width]), &self.device);
-        let data = self.all_reduce_sum(what, t)?.into_data().convert::<f32>();
-        let flat = data
-            .as_slice::<f32>()
-            .map_err(|e| self.error(format!("{what}: {e:?}")))?;
+        let flat = self.sum_slots(what, slots)?;
         Ok(lens
             .iter()
             .enumerate()
@@ -409,6 +413,31 @@ impl<B: Backend> Worker<B> {
                 kl_loss: v[11],
                 entropy_loss: v[12],
                 loss: v[13],
+            });
+        }
+        Ok(out)
+    }
+
+    /// The global sums (and maximum) of every worker's importance-sampling statistics.
+    pub fn sum_is_stats(&self, st: &IsStats) -> Result<IsStats, TrainerError> {
+        let all = self.all_gather(
+            "summing importance-sampling statistics",
+            &[
+                st.tokens as f64,
+                st.abs_diff_sum,
+                st.abs_diff_max,
+                st.truncated as f64,
+                st.masked as f64,
+            ],
+        )?;
+        let mut out = IsStats::default();
+        for v in all {
+            out.merge(&IsStats {
+                tokens: v[0] as usize,
+                abs_diff_sum: v[1],
+                abs_diff_max: v[2],
+                truncated: v[3] as usize,
+                masked: v[4] as usize,
             });
         }
         Ok(out)

@@ -310,11 +310,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         self.worker.as_ref().is_none_or(|w| w.is_leader())
     }
 
-    /// Whether this worker trains on group `gi` of a batch (all groups without workers).
-    fn owns_group(&self, gi: usize) -> bool {
+    /// Whether item `i` of a round's prompts or of a batch's groups is this worker's share
+    /// (every item without workers).
+    fn owns(&self, i: usize) -> bool {
         self.worker
             .as_ref()
-            .is_none_or(|w| gi % w.world_size() == w.rank())
+            .is_none_or(|w| i % w.world_size() == w.rank())
     }
 
     /// Generates rollouts with `engine` instead of the in-process [`LocalEngine`], on the
@@ -587,11 +588,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             r.generation_batch,
             &mut seeds,
         );
-        let owned = self.worker.as_ref().map(|w| {
-            (0..idx.len())
-                .filter(|p| p % w.world_size() == w.rank())
-                .collect::<Vec<_>>()
-        });
+        let owned = self
+            .worker
+            .as_ref()
+            .map(|_| (0..idx.len()).filter(|&p| self.owns(p)).collect::<Vec<_>>());
         let requests = match &owned {
             Some(mine) => own_requests(requests, mine, r.group_size),
             None => requests,
@@ -810,7 +810,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let mut i = 0;
         for (gi, g) in groups.iter().enumerate() {
             for it in &g.items {
-                if self.owns_group(gi) {
+                if self.owns(gi) {
                     mine.push(it);
                     at.push(i);
                 }
@@ -822,45 +822,13 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             reference: r,
         } = self.behaviour_logprobs(&mine)?;
         let local = self.importance_weights(&mine, &o)?;
-        let spread = |v: Vec<Vec<f32>>| {
-            let mut out = vec![Vec::new(); i];
-            for (k, x) in at.iter().zip(v) {
-                out[*k] = x;
-            }
-            out
-        };
-        let mut keep = vec![Vec::new(); i];
-        for (k, x) in at.iter().zip(local.keep) {
-            keep[*k] = x;
-        }
-        let st = local.stats;
-        let all = w.all_gather(
-            "summing importance-sampling statistics",
-            &[
-                st.tokens as f64,
-                st.abs_diff_sum,
-                st.abs_diff_max,
-                st.truncated as f64,
-                st.masked as f64,
-            ],
-        )?;
-        let mut stats = IsStats::default();
-        for v in all {
-            stats.merge(&IsStats {
-                tokens: v[0] as usize,
-                abs_diff_sum: v[1],
-                abs_diff_max: v[2],
-                truncated: v[3] as usize,
-                masked: v[4] as usize,
-            });
-        }
         let is = ImportanceWeights {
             active: local.active,
-            weights: spread(local.weights),
-            keep,
-            stats,
+            weights: scatter(&at, i, local.weights),
+            keep: scatter(&at, i, local.keep),
+            stats: w.sum_is_stats(&local.stats)?,
         };
-        Ok((spread(o), r.map(spread), is))
+        Ok((scatter(&at, i, o), r.map(|r| scatter(&at, i, r)), is))
     }
 
     /// μ epochs × `optim.mini_batches` optimizer updates over mini-batches of whole groups.
@@ -899,7 +867,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 let hi = (part + 1) * order.len() / mb;
                 let mut batch = Vec::new();
                 for &gi in &order[lo..hi] {
-                    if !self.owns_group(gi) {
+                    if !self.owns(gi) {
                         continue;
                     }
                     for i in starts[gi]..starts[gi] + groups[gi].items.len() {
@@ -972,7 +940,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let time_logprobs = t1.elapsed().as_secs_f64();
 
         let t2 = Instant::now();
-        let update = self.update(
+        let mut update = self.update(
             step,
             lr,
             &groups,
@@ -982,7 +950,6 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             &is,
         )?;
         let time_train = t2.elapsed().as_secs_f64();
-        let mut update = update;
         if let Some(w) = &self.worker {
             update.trained_tokens =
                 w.sum("summing trained tokens", &[update.trained_tokens as f64])?[0] as usize;
@@ -1658,6 +1625,16 @@ pub fn config_diff(a: &TrainConfig, b: &TrainConfig) -> Vec<String> {
     let mut out = Vec::new();
     walk("", &va, &vb, &mut out);
     out.retain(|p| p != "steps");
+    out
+}
+
+/// `len` empty entries, with `values[k]` placed at `at[k]` (a worker's share of a batch, laid
+/// out at its rollouts' places).
+fn scatter<T: Clone>(at: &[usize], len: usize, values: Vec<Vec<T>>) -> Vec<Vec<T>> {
+    let mut out = vec![Vec::new(); len];
+    for (&k, v) in at.iter().zip(values) {
+        out[k] = v;
+    }
     out
 }
 

@@ -128,14 +128,15 @@ fn loss_config(aggregation: Aggregation) -> (TrainConfig, LossConfig) {
     (c, loss)
 }
 
-/// One worker holding all eight sequences.
-fn single(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> Run {
+/// `STEPS` optimizer updates on `b` (this worker's share when `worker` is given, else the
+/// whole mini-batch).
+fn run(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation, worker: Option<&Worker<Flex>>) -> Run {
     let (c, loss) = loss_config(aggregation);
     let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
     let seqs = train_seqs(b);
     let (mut policy, mut losses, mut norms) = (model, vec![], vec![]);
     for _ in 0..STEPS {
-        let out = policy_update(
+        let out = policy_update_sharded(
             policy,
             &mut optim,
             LR,
@@ -144,6 +145,7 @@ fn single(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> Run {
             3,
             1.0,
             &Default::default(),
+            worker,
         )
         .unwrap();
         assert!(out.applied);
@@ -161,7 +163,7 @@ fn single(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> Run {
 /// Two workers (threads) joined by burn-collective, worker 0 holding the first `SPLIT`
 /// sequences and worker 1 the rest.
 fn sharded(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> [Run; 2] {
-    let shards = [b[..SPLIT].to_vec(), b[SPLIT..].to_vec()];
+    let shards = [&b[..SPLIT], &b[SPLIT..]];
     let runs = std::thread::scope(|s| {
         let handles: Vec<_> = shards
             .iter()
@@ -172,34 +174,9 @@ fn sharded(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> [Run; 2] {
                     let worker =
                         Worker::<Flex>::join(WorkerConfig::local(2, rank), &Default::default())
                             .unwrap();
-                    let (c, loss) = loss_config(aggregation);
-                    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
-                    let seqs = train_seqs(shard);
-                    let (mut policy, mut losses, mut norms) = (model, vec![], vec![]);
-                    for _ in 0..STEPS {
-                        let out = policy_update_sharded(
-                            policy,
-                            &mut optim,
-                            LR,
-                            &loss,
-                            &seqs,
-                            3,
-                            1.0,
-                            &Default::default(),
-                            Some(&worker),
-                        )
-                        .unwrap();
-                        assert!(out.applied);
-                        losses.push(out.metrics.loss);
-                        norms.push(out.grad_norm);
-                        policy = out.policy;
-                    }
+                    let out = run(model, shard, aggregation, Some(&worker));
                     worker.leave().unwrap();
-                    Run {
-                        losses,
-                        norms,
-                        params: flat(&policy),
-                    }
+                    out
                 })
             })
             .collect();
@@ -246,7 +223,7 @@ fn check_equivalence(aggregation: Aggregation) {
         "shards must differ in tokens: {short} vs {long}"
     );
 
-    let one = single(model.clone(), &b, aggregation);
+    let one = run(model.clone(), &b, aggregation, None);
     let two = sharded(model.clone(), &b, aggregation);
     const TOL: f64 = 1e-5;
     for (k, w) in two.iter().enumerate() {
