@@ -7,9 +7,12 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
+use rl_advantage::EstimatorConfig;
 use rl_models::Qwen3;
+use rl_trainer::config::ProbeSection;
 use rl_trainer::{StepMetrics, TrainConfig, Trainer, TrainerError, read_metrics};
 
 use crate::demo::ArithmeticDemo;
@@ -37,6 +40,89 @@ pub struct CompareSpec {
     pub target: f64,
     /// Folder for the runs and the plot.
     pub out: PathBuf,
+    /// Equal optimizer steps instead of equal generated responses: every run makes this many
+    /// updates (`rollout_budget` and `budget_steps` are then unused).
+    pub steps: Option<usize>,
+    /// The theorem probe given to runs whose algorithm carries `:probe` (see [`Variant`]).
+    pub probe: ProbeSection,
+    /// No run is started after this instant (the study spreads over several sittings; a
+    /// started run always finishes).
+    pub deadline: Option<Instant>,
+}
+
+/// An algorithm of a comparison: a preset with optional overrides, written
+/// `preset[:lambda=L][:tau=T][:probe]` — e.g. `da3po:lambda=1.5:tau=0.3` (DAA's λ and τ) or
+/// `dapo:probe` (the run gets the spec's theorem probe). The whole string names the run folder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// The algorithm preset.
+    pub preset: String,
+    /// DAA's λ, if overridden.
+    pub lambda: Option<f64>,
+    /// DAA's τ, if overridden.
+    pub tau: Option<f64>,
+    /// Whether the run is probed.
+    pub probe: bool,
+}
+
+impl Variant {
+    /// Parses `preset[:key=value]…`; unknown keys and bad numbers are config errors naming the
+    /// algorithm string.
+    pub fn parse(name: &str) -> Result<Self, TrainerError> {
+        let bad = |message: String| TrainerError::Config {
+            field: format!("algorithms (`{name}`)"),
+            message,
+        };
+        let mut parts = name.split(':');
+        let preset = parts.next().unwrap_or_default().to_string();
+        let mut v = Variant {
+            preset,
+            lambda: None,
+            tau: None,
+            probe: false,
+        };
+        for part in parts {
+            let number = |x: &str| {
+                x.parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| bad(format!("`{x}` is not a number")))
+            };
+            match part.split_once('=') {
+                Some(("lambda", x)) => v.lambda = Some(number(x)?),
+                Some(("tau", x)) => v.tau = Some(number(x)?),
+                None if part == "probe" => v.probe = true,
+                _ => {
+                    return Err(bad(format!(
+                        "unknown override `{part}`; valid: lambda=<number>, tau=<number>, probe"
+                    )));
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    /// Applies the overrides to a config built from the preset.
+    fn apply(&self, cfg: &mut TrainConfig, probe: &ProbeSection) -> Result<(), TrainerError> {
+        if self.lambda.is_some() || self.tau.is_some() {
+            let (l0, t0) = match &cfg.advantage {
+                EstimatorConfig::Da3po { lambda, tau, .. } => (*lambda, *tau),
+                _ => (f64::NAN, f64::NAN),
+            };
+            cfg.advantage = cfg
+                .advantage
+                .clone()
+                .with_daa(self.lambda.unwrap_or(l0), self.tau.unwrap_or(t0))
+                .map_err(|e| TrainerError::Config {
+                    field: "algorithms".into(),
+                    message: e.to_string(),
+                })?;
+        }
+        if self.probe {
+            cfg.probe = probe.clone();
+        }
+        Ok(())
+    }
 }
 
 /// The budget of generated responses per run.
@@ -46,9 +132,11 @@ pub fn budget(spec: &CompareSpec, demo: &ArithmeticDemo) -> usize {
     )
 }
 
-/// The folder of one run.
+/// The folder of one run (a variant's `:` becomes `_`, which every file system accepts).
 pub fn run_dir(spec: &CompareSpec, seed: u64, algo: &str) -> PathBuf {
-    spec.out.join(format!("seed-{seed}")).join(algo)
+    spec.out
+        .join(format!("seed-{seed}"))
+        .join(algo.replace(':', "_"))
 }
 
 /// The resolved configuration of one run: the demo's config with `algo`'s preset, the shared
@@ -61,11 +149,21 @@ pub fn run_config(
     algo: &str,
     seed: u64,
 ) -> Result<TrainConfig, TrainerError> {
-    let mut cfg = demo.train_config(algo, seed, &run_dir(spec, seed, algo))?;
+    let variant = Variant::parse(algo)?;
+    let mut cfg = demo.train_config(&variant.preset, seed, &run_dir(spec, seed, algo))?;
+    variant.apply(&mut cfg, &spec.probe)?;
     cfg.batch.round_sizing = rl_sampler::RoundSizing::Adaptive;
     cfg.rollout.prompts_per_round = 2 * cfg.batch.groups_per_step;
-    cfg.rollout_budget = budget(spec, demo);
-    cfg.steps = cfg.rollout_budget; // never the binding limit
+    match spec.steps {
+        Some(steps) => {
+            cfg.steps = steps;
+            cfg.rollout_budget = 0;
+        }
+        None => {
+            cfg.rollout_budget = budget(spec, demo);
+            cfg.steps = cfg.rollout_budget; // never the binding limit
+        }
+    }
     cfg.eval.every = spec.eval_every;
     cfg.checkpoint.every = 0;
     cfg.validate()?;
@@ -81,9 +179,29 @@ pub fn run_all<B: AutodiffBackend>(
     log: &mut dyn FnMut(String),
 ) -> Result<(), TrainerError> {
     let data = demo.data()?;
-    let budget = budget(spec, demo);
+    let budget = match spec.steps {
+        Some(s) => format!("{s} optimizer steps"),
+        None => format!("a budget of {} responses", budget(spec, demo)),
+    };
+    let late = || spec.deadline.is_some_and(|d| Instant::now() >= d);
     for &seed in &spec.seeds {
         let ws = spec.out.join(format!("seed-{seed}")).join("warm_start");
+        let todo: Vec<&String> = spec
+            .algorithms
+            .iter()
+            .filter(|a| !is_complete(spec, demo, a, seed))
+            .collect();
+        if todo.is_empty() {
+            log(format!("seed {seed}: all runs already complete"));
+            continue;
+        }
+        if late() {
+            log(format!(
+                "seed {seed}: not started, the time limit has passed ({} runs left)",
+                todo.len()
+            ));
+            continue;
+        }
         let model: Qwen3<B> = if ws.join("config.json").exists() {
             log(format!("seed {seed}: reusing {}", ws.display()));
             Qwen3::load(&ws, device)?
@@ -96,23 +214,18 @@ pub fn run_all<B: AutodiffBackend>(
             m.save(&ws)?;
             m
         };
-        for algo in &spec.algorithms {
-            let cfg = run_config(spec, demo, algo, seed)?;
-            let out = cfg.out_dir.clone();
-            // A run that finished with this exact configuration is kept (an interrupted
-            // comparison resumes run by run); any other run in the folder is redone.
-            let resolved = cfg.to_toml();
-            let marker = out.join(COMPLETE);
-            if std::fs::read_to_string(&marker).is_ok_and(|done| done == resolved) {
+        for algo in todo {
+            if late() {
                 log(format!(
-                    "seed {seed}: {algo} already complete in {}",
-                    out.display()
+                    "seed {seed}: {algo} not started, the time limit has passed"
                 ));
                 continue;
             }
-            log(format!(
-                "seed {seed}: {algo} with a budget of {budget} responses"
-            ));
+            let cfg = run_config(spec, demo, algo, seed)?;
+            let out = cfg.out_dir.clone();
+            let resolved = cfg.to_toml();
+            let marker = out.join(COMPLETE);
+            log(format!("seed {seed}: {algo} with {budget}"));
             let mut t = Trainer::<B, Qwen3<B>>::new(
                 cfg,
                 model.clone(),
@@ -126,6 +239,15 @@ pub fn run_all<B: AutodiffBackend>(
         }
     }
     Ok(())
+}
+
+/// Whether the run of (`algo`, `seed`) finished with exactly the configuration it would get
+/// now (an interrupted comparison resumes run by run; any other run in the folder is redone).
+pub fn is_complete(spec: &CompareSpec, demo: &ArithmeticDemo, algo: &str, seed: u64) -> bool {
+    let Ok(cfg) = run_config(spec, demo, algo, seed) else {
+        return false;
+    };
+    std::fs::read_to_string(cfg.out_dir.join(COMPLETE)).is_ok_and(|done| done == cfg.to_toml())
 }
 
 fn mean_std(xs: &[f64]) -> (f64, f64) {
@@ -467,13 +589,24 @@ pub fn report(
 
 /// Replaces the text between the markers in `path` (or appends it), keeping the rest.
 pub fn write_section(path: &Path, section: &str) -> Result<(), TrainerError> {
+    write_between(path, BEGIN, END, section)
+}
+
+/// Replaces the text from `begin` to `end` in `path` with `section` (which carries the markers),
+/// or appends `section`, keeping the rest of the file.
+pub fn write_between(
+    path: &Path,
+    begin: &str,
+    end: &str,
+    section: &str,
+) -> Result<(), TrainerError> {
     let old = std::fs::read_to_string(path).unwrap_or_default();
-    let new = match (old.find(BEGIN), old.find(END)) {
+    let new = match (old.find(begin), old.find(end)) {
         (Some(a), Some(b)) if a < b => format!(
             "{}{}{}",
             &old[..a],
             section.trim_end(),
-            &old[b + END.len()..]
+            &old[b + end.len()..]
         ),
         _ if old.is_empty() => format!("# Results\n\n{section}"),
         _ => format!("{}\n\n{section}", old.trim_end()),

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::AutodiffBackend;
 use rl_models::{Qwen3, Qwen3Config, Tokenizer};
-use rl_trainer::data::{Dataset, PromptRenderer};
+use rl_trainer::data::{Dataset, Prompt, PromptRenderer};
 use rl_trainer::tasks::ArithmeticTask;
 use rl_trainer::{SftConfig, TrainConfig, TrainerError};
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,17 @@ pub struct ArithmeticDemo {
     pub task: ArithmeticTask,
     /// Training prompts per tier.
     pub train_per_tier: usize,
+    /// Training prompts of each tier, in tier order, overriding `train_per_tier` (empty: every
+    /// tier has `train_per_tier`). This sets the difficulty mix of the RL pool and of the
+    /// warm-start, e.g. `train_mix = [100, 200, 900]` for a pool where hard prompts dominate.
+    #[serde(default)]
+    pub train_mix: Vec<usize>,
+    /// RL on prompts the warm-start never saw: the warm-start reads `train_per_tier` prompts per
+    /// tier and the RL pool (`train_mix`, or `train_per_tier`) is drawn after them in each
+    /// tier's seeded order, so the pool's pass rates are those of unseen problems rather than
+    /// of memorised ones. Off: both read the same prompts.
+    #[serde(default)]
+    pub disjoint_pool: bool,
     /// Held-out prompts per tier.
     pub eval_per_tier: usize,
     /// Seed of the train/held-out split (fixed across runs so that every seed sees the same data).
@@ -78,6 +89,8 @@ impl Default for ArithmeticDemo {
         Self {
             task: ArithmeticTask::default(),
             train_per_tier: 900,
+            train_mix: Vec::new(),
+            disjoint_pool: false,
             eval_per_tier: 50,
             data_seed: 2026,
             hidden_size: 256,
@@ -103,8 +116,10 @@ impl Default for ArithmeticDemo {
 pub struct DemoData {
     /// The character-level tokenizer.
     pub tokenizer: Tokenizer,
-    /// Training prompts.
+    /// Training prompts (the RL pool).
     pub train: Dataset,
+    /// The warm-start's prompts (the RL pool unless `disjoint_pool`).
+    pub sft: Dataset,
     /// Held-out prompts.
     pub eval: Dataset,
     /// The tiny Qwen3 config.
@@ -129,12 +144,74 @@ impl ArithmeticDemo {
         Ok(demo)
     }
 
+    /// The (warm-start, RL pool, held-out) split. Per tier, in the task's seeded order: the
+    /// held-out prompts first (independent of everything else), then the warm-start's
+    /// `train_per_tier`, then — with `disjoint_pool` — the RL pool's; without it the RL pool is
+    /// the first prompts of the warm-start's. The pool's size per tier is `train_mix[tier]`
+    /// (default `train_per_tier`), at most what the tier has left.
+    fn split(&self) -> Result<(Dataset, Dataset, Dataset), TrainerError> {
+        let tiers = self.task.tiers.len();
+        if !self.train_mix.is_empty() && self.train_mix.len() != tiers {
+            return Err(TrainerError::Config {
+                field: "train_mix".into(),
+                message: format!(
+                    "{} counts for {tiers} tiers; give one count per tier, in tier order",
+                    self.train_mix.len()
+                ),
+            });
+        }
+        let pool = |t: usize| {
+            self.train_mix
+                .get(t)
+                .copied()
+                .unwrap_or(self.train_per_tier)
+        };
+        let most = (0..tiers).map(pool).max().unwrap_or(0);
+        let wanted = if self.disjoint_pool {
+            self.train_per_tier + most
+        } else {
+            self.train_per_tier.max(most)
+        };
+        let (all, eval) = self
+            .task
+            .split(self.data_seed, wanted, self.eval_per_tier)?;
+        let mut seen = vec![0usize; tiers];
+        let (mut sft, mut rl) = (Vec::new(), Vec::new());
+        for p in all.prompts {
+            let t = self
+                .task
+                .tiers
+                .iter()
+                .position(|t| Some(&t.name) == p.tier.as_ref())
+                .unwrap_or(0);
+            let i = seen[t];
+            seen[t] += 1;
+            if i < self.train_per_tier {
+                sft.push(p.clone());
+            }
+            let j = if self.disjoint_pool {
+                i.checked_sub(self.train_per_tier)
+            } else {
+                Some(i)
+            };
+            if j.is_some_and(|j| j < pool(t)) {
+                rl.push(p);
+            }
+        }
+        let renumber = |v: Vec<Prompt>| Dataset {
+            prompts: v
+                .into_iter()
+                .enumerate()
+                .map(|(id, p)| Prompt { id: id as u64, ..p })
+                .collect(),
+        };
+        Ok((renumber(sft), renumber(rl), eval))
+    }
+
     /// Builds the tokenizer, the split and the model config.
     pub fn data(&self) -> Result<DemoData, TrainerError> {
         let tokenizer = ArithmeticTask::tokenizer()?;
-        let (train, eval) =
-            self.task
-                .split(self.data_seed, self.train_per_tier, self.eval_per_tier)?;
+        let (sft, train, eval) = self.split()?;
         let mut model = Qwen3Config::tiny(tokenizer.num_defined_ids());
         model.hidden_size = self.hidden_size;
         model.num_hidden_layers = self.num_hidden_layers;
@@ -146,6 +223,7 @@ impl ArithmeticDemo {
         Ok(DemoData {
             tokenizer,
             train,
+            sft,
             eval,
             model,
         })
@@ -163,8 +241,8 @@ impl ArithmeticDemo {
         let model: Qwen3<B> = data.model.init_seeded(seed, device)?;
         let renderer = PromptRenderer::new(&self.train.data);
         let end = rl_trainer::end_token_ids(&data.tokenizer);
-        let mut pairs = Vec::with_capacity(data.train.len());
-        for p in &data.train.prompts {
+        let mut pairs = Vec::with_capacity(data.sft.len());
+        for p in &data.sft.prompts {
             let prompt = renderer.render(p, &data.tokenizer)?;
             let mut response = data.tokenizer.encode(&ArithmeticTask::response(p))?;
             response.push(end[0]);

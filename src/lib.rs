@@ -28,3 +28,5 @@ pub mod demo;
 pub mod mixing;
 pub mod plot;
 pub mod report;
+pub mod stats;
+pub mod study;

@@ -34,6 +34,8 @@ enum Command {
     Orchestrator(cli::orchestrator::OrchestratorArgs),
     /// Compare algorithms (default GRPO, DAPO, DA3PO) on the embedded task over seeds at equal rollout budgets.
     Compare(cli::compare::CompareArgs),
+    /// The pre-registered DA3PO vs DAPO study (paired seeds, λ/τ ablation, Theorem 3.1 inside training), resumable.
+    Study(cli::study::StudyArgs),
     /// Write a Qwen3 checkpoint (HF layout with tokenizer.json) as GGUF for llama.cpp.
     ExportGguf(cli::export_gguf::ExportGgufArgs),
 }
@@ -63,6 +65,7 @@ fn main() {
         Command::Mix(args) => cli::mix::run(args, &mut io),
         Command::Train(args) => cli::train::run(args, &mut io),
         Command::Compare(args) => cli::compare::run(args, &mut io),
+        Command::Study(args) => cli::study::run(args, &mut io),
         Command::Orchestrator(args) => cli::orchestrator::run(args, &mut io),
         Command::ExportGguf(args) => cli::export_gguf::run(args, &mut io),
     };

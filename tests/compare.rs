@@ -16,6 +16,9 @@ fn spec(out: PathBuf, algorithms: &[&str]) -> CompareSpec {
         eval_every: 1,
         target: 0.5,
         out,
+        steps: None,
+        probe: Default::default(),
+        deadline: None,
     }
 }
 

@@ -62,6 +62,9 @@ impl CompareArgs {
             eval_every: self.eval_every,
             target: self.target,
             out: self.out.clone(),
+            steps: None,
+            probe: Default::default(),
+            deadline: None,
         }
     }
 }

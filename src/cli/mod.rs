@@ -13,6 +13,7 @@ pub mod generate;
 pub mod mix;
 pub mod orchestrator;
 pub mod score;
+pub mod study;
 pub mod theory;
 pub mod train;
 pub mod verify;

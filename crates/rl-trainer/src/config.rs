@@ -301,6 +301,36 @@ pub struct EvalSection {
     pub max_prompts: usize,
 }
 
+/// The theorem probe (docs/theory.md, "Inside training"): at the listed steps, each training
+/// prompt of every generation round gets `samples` extra responses from the current policy with
+/// the rollout's sampling settings, and `probe.jsonl` records its estimated pass rate next to
+/// what dynamic sampling did with its group. The extra samples use their own seeds, so the
+/// training run is the same with and without the probe.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeSection {
+    /// Steps (1-based) whose generation rounds are probed; empty: off.
+    pub steps: Vec<usize>,
+    /// Extra responses per prompt.
+    pub samples: usize,
+}
+
+impl Default for ProbeSection {
+    fn default() -> Self {
+        Self {
+            steps: Vec::new(),
+            samples: 64,
+        }
+    }
+}
+
+impl ProbeSection {
+    /// No step is probed.
+    pub fn is_off(&self) -> bool {
+        self.steps.is_empty()
+    }
+}
+
 /// Everything a training run needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -342,6 +372,9 @@ pub struct TrainConfig {
     pub checkpoint: CheckpointSection,
     /// Evaluation.
     pub eval: EvalSection,
+    /// The theorem probe (off unless `probe.steps` is set).
+    #[serde(default, skip_serializing_if = "ProbeSection::is_off")]
+    pub probe: ProbeSection,
 }
 
 impl Default for TrainConfig {
@@ -407,6 +440,7 @@ impl Default for TrainConfig {
                 top_p: 0.7,
                 max_prompts: 0,
             },
+            probe: ProbeSection::default(),
         };
         c.apply_preset("da3po").expect("registered preset");
         c
@@ -612,6 +646,15 @@ impl TrainConfig {
         }
         if self.rollout.prompts_per_round == 0 {
             return bad("rollout.prompts_per_round", "0 (must be >= 1)".into());
+        }
+        if !self.probe.is_off() && self.probe.samples == 0 {
+            return bad("probe.samples", "0 (must be >= 1)".into());
+        }
+        if self.probe.steps.contains(&0) {
+            return bad(
+                "probe.steps",
+                "contains 0 (steps are 1-based: step 1 is the first update)".into(),
+            );
         }
         let timeout = match &self.rollout.engine {
             EngineConfig::Local => None,

@@ -37,6 +37,7 @@ pub mod eval;
 pub mod metrics;
 pub mod optim;
 pub mod policy;
+pub mod probe;
 pub mod rollout;
 pub mod sft;
 pub mod tasks;

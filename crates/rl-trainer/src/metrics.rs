@@ -202,6 +202,11 @@ impl MetricsWriter {
 
     /// Writes one line and flushes it.
     pub fn write(&mut self, m: &StepMetrics) -> Result<(), TrainerError> {
+        self.write_record(m)
+    }
+
+    /// Appends any record with a `step` field as one JSON line (e.g. the theorem probe's).
+    pub fn write_record<T: Serialize>(&mut self, m: &T) -> Result<(), TrainerError> {
         let line = serde_json::to_string(m).map_err(|e| TrainerError::Metrics {
             path: self.path.display().to_string(),
             message: e.to_string(),

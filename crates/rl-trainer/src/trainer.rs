@@ -50,6 +50,7 @@ use crate::eval::EvalReport;
 use crate::metrics::{MetricsWriter, StepMetrics, pass_rate_bin};
 use crate::optim::{AdamWOptimizer, first_non_finite_param, lr_at};
 use crate::policy::Policy;
+use crate::probe::ProbeRecord;
 use crate::rollout::{
     Rollout, RoundPrompt, Scorer, group_completions, round_requests, strip_end_tokens,
 };
@@ -98,6 +99,7 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     allowed_vocab: usize,
     device: B::Device,
     writer: Option<MetricsWriter>,
+    probe_writer: Option<MetricsWriter>,
     quiet: bool,
     engine: EngineHandle,
     prefetched: Option<SubmittedRound>,
@@ -256,6 +258,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             allowed_vocab,
             device,
             writer: None,
+            probe_writer: None,
             quiet: !std::io::stderr().is_terminal(),
             engine,
             prefetched: None,
@@ -689,6 +692,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 g.group = GroupId(self.state.next_group);
                 self.state.next_group += 1;
             }
+            self.probe_round(&groups)?;
             stats.outcomes.merge(&outcomes);
             stats.observe_round(&groups);
             if let Some(batch) = self.batcher.push_round(groups)? {
@@ -697,6 +701,70 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 return Ok((batch.groups, stats));
             }
         }
+    }
+
+    /// The theorem probe (`probe` section): on a probed step, draws `probe.samples` extra
+    /// responses for each group's prompt with the rollout's sampling settings and the current
+    /// policy, and records the estimated pass rate beside the group's verdicts, advantages and
+    /// the filter's decision in `probe.jsonl`. Its seeds come from the group ids, not from the
+    /// trainer's RNG, so a probed run trains exactly as an unprobed one.
+    fn probe_round(&mut self, groups: &[RolloutGroup<Rollout>]) -> Result<(), TrainerError> {
+        let step = self.state.step + 1;
+        if self.probe_writer.is_none() || !self.config.probe.steps.contains(&step) {
+            return Ok(());
+        }
+        let n = self.config.probe.samples;
+        let r = self.config.rollout.clone();
+        let mut gen_cfg = self.generation_config(r.temperature, r.top_p, r.top_k);
+        let generator = self.policy().generator();
+        let mut records = Vec::with_capacity(groups.len());
+        for g in groups {
+            let index = g.prompt as usize;
+            let ids = self.prompt_ids(index)?;
+            let inputs = vec![ids.as_ref().clone(); n];
+            let chunk = if r.generation_batch == 0 {
+                n
+            } else {
+                r.generation_batch
+            };
+            let mut probe_correct = 0;
+            for (c, part) in inputs.chunks(chunk.max(1)).enumerate() {
+                gen_cfg.seed =
+                    self.config.seed ^ 0x9B0B_E000_0000_0000 ^ (g.group.0 << 16) ^ c as u64;
+                let streams: Vec<RowSeed> = (0..part.len() as u64)
+                    .map(|stream| RowSeed {
+                        seed: gen_cfg.seed,
+                        stream,
+                    })
+                    .collect();
+                for out in generator.generate(part, &gen_cfg, &streams)? {
+                    let text = self
+                        .tokenizer
+                        .decode(strip_end_tokens(&out.tokens, &self.end_ids), false)?;
+                    let answer = &self.train.prompts[index].answer;
+                    if self.verifier.verify(&text, answer).outcome.is_correct() {
+                        probe_correct += 1;
+                    }
+                }
+            }
+            let advantages = self.advantages(std::slice::from_ref(g))?.advantages;
+            records.push(ProbeRecord {
+                step,
+                prompt: g.prompt,
+                tier: self.train.prompts[index].tier.clone(),
+                correct: g.correct.clone(),
+                advantages,
+                kept: self.batcher.filter().keep(&g.rewards, &g.correct),
+                probe_samples: n,
+                probe_correct,
+            });
+        }
+        if let Some(w) = &mut self.probe_writer {
+            for rec in &records {
+                w.write_record(rec)?;
+            }
+        }
+        Ok(())
     }
 
     /// With `rollout.max_staleness` ≥ 1: submits the next step's first round now, so that the
@@ -1008,6 +1076,16 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             Some(MetricsWriter::open(
                 &out.join("metrics.jsonl"),
                 (!fresh).then_some(self.state.step),
+            )?)
+        } else {
+            None
+        };
+        self.probe_writer = if leads && !self.config.probe.is_off() {
+            // A fresh run starts an empty file; a resumed one drops what its killed run
+            // probed after the checkpoint.
+            Some(MetricsWriter::open(
+                &out.join("probe.jsonl"),
+                Some(self.state.step),
             )?)
         } else {
             None
