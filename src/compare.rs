@@ -111,7 +111,6 @@ impl Variant {
             };
             cfg.advantage = cfg
                 .advantage
-                .clone()
                 .with_daa(self.lambda.unwrap_or(l0), self.tau.unwrap_or(t0))
                 .map_err(|e| TrainerError::Config {
                     field: "algorithms".into(),

@@ -754,6 +754,39 @@ fn theorem_section(
         (c, w)
     };
     let bins = theorem_bins(&records, &THEOREM_EDGES, &adv);
+    // The probe must not change training: a probed run's metrics equal the unprobed run's.
+    let plain = compare_spec(
+        spec,
+        &setting.name,
+        vec![t.algorithm.clone()],
+        done.clone(),
+        None,
+    );
+    let (mut same, mut differ) = (Vec::new(), Vec::new());
+    for &seed in &done {
+        if !is_complete(&plain, &demo, &t.algorithm, seed) {
+            continue;
+        }
+        let a = untimed(&run_dir(&cs, seed, &algo).join("metrics.jsonl"))?;
+        let b = untimed(&run_dir(&plain, seed, &t.algorithm).join("metrics.jsonl"))?;
+        if a == b {
+            same.push(seed)
+        } else {
+            differ.push(seed)
+        }
+    }
+    if !(same.is_empty() && differ.is_empty()) {
+        let _ = writeln!(
+            md,
+            "Probed vs unprobed `{}` runs of the same seed, metrics without timing fields: identical for seeds {same:?}{}.\n",
+            t.algorithm,
+            if differ.is_empty() {
+                String::new()
+            } else {
+                format!(", **different for seeds {differ:?}**")
+            }
+        );
+    }
     let _ = writeln!(
         md,
         "{} probed groups (G = {g}). Survival = fraction kept by dynamic sampling, measured / predicted from each prompt's estimated p; Â = mean advantage of kept responses, measured / unfiltered expectation (exact binomial average of the run's estimator at each prompt's p); α± measured = the ratio of the two, next to Theorem 3.1's 1/(1 − p^(G−1)) and 1/(1 − (1−p)^(G−1)) averaged over the bin.\n",
@@ -838,6 +871,27 @@ fn theorem_section(
         .with_y_range(0.8, 4.0);
     draw(image, &[survival, alphas], 2)?;
     Ok(Some(image.to_path_buf()))
+}
+
+/// A metrics file's lines as JSON without the timing fields.
+fn untimed(path: &Path) -> Result<Vec<serde_json::Value>, TrainerError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut v: serde_json::Value =
+                serde_json::from_str(l).map_err(|e| TrainerError::Metrics {
+                    path: path.display().to_string(),
+                    message: e.to_string(),
+                })?;
+            if let Some(o) = v.as_object_mut() {
+                for f in rl_trainer::metrics::TIMING_FIELDS {
+                    o.remove(f);
+                }
+            }
+            Ok(v)
+        })
+        .collect()
 }
 
 /// Every run the study plans, with its status.

@@ -458,3 +458,103 @@ fn a_killed_worker_process_makes_the_other_exit_non_zero_within_the_timeout() {
         "rank 0 took {waited:?} to stop"
     );
 }
+
+/// A study small enough for a test: one tier of one-digit sums (0..=3 + 0..=3, 16 problems, so
+/// that a 150-update warm-start of a tiny model gets some right and dynamic sampling keeps
+/// groups), 2 steps per run.
+const STUDY_DEMO: &str = r#"
+train_per_tier = 12
+eval_per_tier = 4
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+intermediate_size = 64
+[[task.tiers]]
+name = "hard"
+a = [0, 3]
+b = [0, 3]
+op = "+"
+[sft]
+steps = 150
+batch_size = 16
+micro_batch = 16
+[train.rollout]
+group_size = 4
+max_new_tokens = 12
+[train.batch]
+groups_per_step = 2
+[train.eval]
+k = 2
+"#;
+
+fn study_toml(dir: &Path, seeds: &str) -> String {
+    format!(
+        "out = \"{}\"\nsteps = 2\ndelta = 0.02\ntier = \"hard\"\nprimary = \"hard\"\n\
+         [[settings]]\nname = \"hard\"\ndemo = \"{}\"\nseeds = {seeds}\ndescription = \"test\"\n\
+         [ablation]\nsetting = \"hard\"\nseeds = [0]\nlambdas = [1.0, 3.0]\ntaus = [0.5]\n\
+         [theorem]\nsetting = \"hard\"\nalgorithm = \"dapo\"\nseeds = [0]\nsteps = [1]\nsamples = 8\n",
+        dir.join("runs").display(),
+        dir.join("demo.toml").display()
+    )
+}
+
+/// `rlvr study` trains the planned runs and writes its report section: paired table, ablation,
+/// theorem table with the probed-vs-unprobed check, and the list of runs. A second sitting
+/// reuses every complete run, and with `--time-limit-min 0` starts none of the new seed's runs,
+/// which the report then lists as missing.
+#[test]
+fn study_runs_resumes_and_reports_every_planned_run() {
+    let dir = tmp("study");
+    std::fs::write(dir.join("demo.toml"), STUDY_DEMO).unwrap();
+    let cfg = dir.join("study.toml");
+    std::fs::write(&cfg, study_toml(&dir, "[0, 1]")).unwrap();
+    let report = dir.join("results.md");
+    std::fs::write(&report, "# Results\n\nkept text\n").unwrap();
+    let out = rlvr()
+        .args(["study", "--config"])
+        .arg(&cfg)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(md.starts_with("# Results\n\nkept text\n"), "{md}");
+    for needle in [
+        "<!-- rlvr study: begin -->",
+        "### hard setting (primary): test",
+        "Paired DA3PO − DAPO over 2 complete pairs",
+        "| 3 | 0.5 | `da3po:lambda=3:tau=0.5` | 1 |",
+        "Probed vs unprobed `dapo` runs of the same seed, metrics without timing fields: identical for seeds [0].",
+        "| hard | `dapo` | [0, 1] | [] |",
+        "<!-- rlvr study: end -->",
+    ] {
+        assert!(md.contains(needle), "missing {needle:?} in\n{md}");
+    }
+    assert!(dir.join("img/study_ablation.png").exists());
+    assert!(dir.join("img/study_theorem.png").exists());
+    // Second sitting: one more seed, no time to start it.
+    std::fs::write(&cfg, study_toml(&dir, "[0, 1, 2]")).unwrap();
+    let out = rlvr()
+        .args(["study", "--time-limit-min", "0", "--config"])
+        .arg(&cfg)
+        .arg("--report")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("seed 0: all runs already complete"), "{err}");
+    assert!(
+        err.contains("seed 2: not started, the time limit has passed (2 runs left)"),
+        "{err}"
+    );
+    let md = std::fs::read_to_string(&report).unwrap();
+    assert!(md.contains("| hard | `dapo` | [0, 1] | [2] |"), "{md}");
+    assert!(
+        md.contains("**Incomplete: 2 of 3 pre-registered pairs.**"),
+        "{md}"
+    );
+    assert_eq!(md.matches("<!-- rlvr study: begin -->").count(), 1);
+}

@@ -676,3 +676,49 @@ fn adamw_skips_a_non_finite_gradient_norm() {
     assert_eq!(weights(&after_skip.model), weights(&reference.model));
     assert_ne!(weights(&reference.model), before);
 }
+
+/// The theorem probe (`probe` section): a probed GRPO run trains exactly as the unprobed one
+/// (the probe's samples have their own seeds), and `probe.jsonl` holds one record per generated
+/// group of each probed step — as many as the step's `groups_seen` — with G verdicts, G
+/// advantages that are all 0 for a uniform group (z-score of zero spread), `probe.samples`
+/// extra samples, and `kept` true (GRPO has no filter).
+#[test]
+fn the_theorem_probe_records_every_group_and_leaves_training_unchanged() {
+    let plain = tmp("probe-off");
+    let probed = tmp("probe-on");
+    let mut lines = Vec::new();
+    for (out, probe) in [(&plain, false), (&probed, true)] {
+        let (mut cfg, train, eval, tok, model) = tiny_run("grpo", out, 3);
+        if probe {
+            cfg.probe.steps = vec![1, 3];
+            cfg.probe.samples = 5;
+        }
+        let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+        t.set_quiet(true);
+        t.run(|_| {}).unwrap();
+        lines.push(metric_lines(out));
+    }
+    assert_eq!(lines[0], lines[1], "the probe changed training");
+    assert!(!plain.join("probe.jsonl").exists());
+    let records = rl_trainer::probe::read_probe(&probed.join("probe.jsonl")).unwrap();
+    let metrics = read_metrics(&probed.join("metrics.jsonl")).unwrap();
+    for step in [1usize, 3] {
+        let seen = metrics.iter().find(|m| m.step == step).unwrap().groups_seen;
+        let at: Vec<_> = records.iter().filter(|r| r.step == step).collect();
+        assert_eq!(at.len(), seen, "step {step}");
+        for r in at {
+            assert_eq!((r.correct.len(), r.advantages.len()), (4, 4));
+            assert_eq!(r.probe_samples, 5);
+            assert!(r.probe_correct <= 5 && r.kept);
+            if r.correct.iter().all(|&c| c == r.correct[0]) {
+                assert!(r.advantages.iter().all(|&a| a == 0.0), "{r:?}");
+            }
+        }
+    }
+    assert!(records.iter().all(|r| r.step == 1 || r.step == 3));
+    // Validation names the field.
+    let (mut cfg, ..) = tiny_run("grpo", &probed, 3);
+    cfg.probe.steps = vec![0];
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(e.contains("probe.steps"), "{e}");
+}
