@@ -225,6 +225,11 @@ pub fn run_all<B: AutodiffBackend>(
             let resolved = cfg.to_toml();
             let marker = out.join(COMPLETE);
             log(format!("seed {seed}: {algo} with {budget}"));
+            // What an interrupted or differently configured run left is not resumed: the
+            // comparison's runs are short, and a clean folder keeps one metrics line per step.
+            if out.exists() {
+                std::fs::remove_dir_all(&out).map_err(|e| TrainerError::io(&out, e))?;
+            }
             let mut t = Trainer::<B, Qwen3<B>>::new(
                 cfg,
                 model.clone(),
