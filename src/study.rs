@@ -581,6 +581,11 @@ pub struct TheoremBin {
 }
 
 impl TheoremBin {
+    /// The binomial standard error of the measured group survival, √(s(1−s)/n).
+    pub fn group_survival_se(&self) -> f64 {
+        let s = self.group_survival.0;
+        (s * (1.0 - s) / self.groups as f64).sqrt()
+    }
     /// α+ as it occurred: measured kept mean over the unfiltered expectation.
     pub fn alpha_plus(&self) -> f64 {
         self.correct_adv.0 / self.correct_adv.1
@@ -693,6 +698,9 @@ pub fn theorem_bins(
     bins
 }
 
+/// Bins with fewer groups are in the theorem table but not in its plot.
+const MIN_PLOTTED: usize = 10;
+
 /// Bin edges of the theorem table (estimated pass rates from the probe's samples).
 pub const THEOREM_EDGES: [f64; 9] = [0.0, 0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95, 1.0];
 
@@ -802,13 +810,15 @@ fn theorem_section(
     for b in &bins {
         let _ = writeln!(
             md,
-            "| [{:.2}, {:.2}{} | {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| [{:.2}, {:.2}{} | {} | {:.3} | {} ± {} / {} | {} | {} | {} | {} | {} | {} | {} |",
             b.range.0,
             b.range.1,
             if b.range.1 >= 1.0 { "]" } else { ")" },
             b.groups,
             b.p_mean,
-            pair(b.group_survival),
+            f3(b.group_survival.0),
+            f3(b.group_survival_se()),
+            f3(b.group_survival.1),
             pair(b.correct_survival),
             pair(b.wrong_survival),
             pair(b.correct_adv),
@@ -821,25 +831,35 @@ fn theorem_section(
             )),
         );
     }
+    let _ = writeln!(
+        md,
+        "\nGroup survival is shown ± its binomial standard error. The plot shows bins with at least {MIN_PLOTTED} groups (measured group survival with a ±2 s.e. band); the table shows every bin.\n"
+    );
     // Plot: survival and α± against p, measured per bin and Theorem 3.1's curves.
     let gi = g as i32;
     let grid: Vec<f64> = (1..100).map(|i| i as f64 / 100.0).collect();
     let curve = |f: &dyn Fn(f64) -> f64| grid.iter().map(|&p| (p, f(p))).collect::<Vec<_>>();
+    let plotted: Vec<&TheoremBin> = bins.iter().filter(|b| b.groups >= MIN_PLOTTED).collect();
     let measured = |f: &dyn Fn(&TheoremBin) -> f64| {
-        bins.iter()
+        plotted
+            .iter()
             .map(|b| (b.p_mean, f(b)))
             .filter(|x| x.1.is_finite())
             .collect::<Vec<_>>()
     };
+    let band: Vec<(f64, f64, f64)> = plotted
+        .iter()
+        .map(|b| {
+            let (m, se) = (b.group_survival.0, b.group_survival_se());
+            (b.p_mean, m - 2.0 * se, m + 2.0 * se)
+        })
+        .collect();
     let survival = Panel::new(
         "survival under dynamic sampling",
         "pass rate p",
         "fraction kept",
     )
-    .with_series(Series::new(
-        "groups, measured",
-        measured(&|b| b.group_survival.0),
-    ))
+    .with_series(Series::new("groups, measured", measured(&|b| b.group_survival.0)).with_band(band))
     .with_series(Series::new(
         "1 − p^G − (1−p)^G",
         curve(&|p| 1.0 - p.powi(gi) - (1.0 - p).powi(gi)),
