@@ -137,6 +137,16 @@ pub struct Paired {
 }
 
 impl Paired {
+    /// The two-sided p-value of the paired t test of mean 0 (NaN with fewer than two pairs or
+    /// no spread).
+    pub fn p_value(&self) -> f64 {
+        if self.n < 2 || self.sd.is_nan() || self.sd <= 0.0 {
+            return f64::NAN;
+        }
+        let t = self.mean / (self.sd / (self.n as f64).sqrt());
+        2.0 * (1.0 - t_cdf(t.abs(), (self.n - 1) as f64))
+    }
+
     /// The summary of `diffs`; with fewer than two pairs the s.d. and interval are NaN.
     pub fn of(diffs: &[f64]) -> Self {
         let n = diffs.len();

@@ -355,8 +355,16 @@ pub fn verdict(p: &Paired, planned: usize, delta: f64) -> String {
         );
     }
     if p.lo > 0.0 {
+        let small = if p.hi < delta {
+            format!(
+                " The interval also excludes gains of {delta} or more: the effect is smaller \
+                 than the one the study was powered for."
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "**Confirmed:** DA3PO beats DAPO (mean {:+.4}, 95 % CI [{:+.4}, {:+.4}] excludes 0).",
+            "**Confirmed:** DA3PO beats DAPO (mean {:+.4}, 95 % CI [{:+.4}, {:+.4}] excludes 0).{small}",
             p.mean, p.lo, p.hi
         )
     } else if p.hi < 0.0 {
@@ -441,12 +449,13 @@ fn pairs_section(
     let po = Paired::of(&diffs(&pairs, None));
     let _ = writeln!(
         md,
-        "\nPaired DA3PO − DAPO over {} complete pairs: {tier} tier {} (s.d. {}), 95 % CI [{}, {}]; overall {} (s.d. {}), 95 % CI [{}, {}].\n",
+        "\nPaired DA3PO − DAPO over {} complete pairs: {tier} tier {} (s.d. {}), 95 % CI [{}, {}], paired t p = {}; overall {} (s.d. {}), 95 % CI [{}, {}].\n",
         p.n,
         s3(p.mean),
         f3(p.sd),
         s3(p.lo),
         s3(p.hi),
+        f3(p.p_value()),
         s3(po.mean),
         f3(po.sd),
         s3(po.lo),
@@ -520,15 +529,18 @@ fn ablation_section(
             let d = Paired::of(&diffs(&pairs, Some(tier)));
             let _ = writeln!(
                 md,
-                "| {l} | {t} | `{algo}` | {n} | {} | {} | [{}, {}] |",
+                "| {l} | {t} | `{algo}` | {n} | {} | {} | {} |",
                 f3(mean),
                 if l == 1.0 {
                     "0 (reference)".into()
                 } else {
                     s3(d.mean)
                 },
-                s3(d.lo),
-                s3(d.hi)
+                if l == 1.0 {
+                    "—".into()
+                } else {
+                    format!("[{}, {}]", s3(d.lo), s3(d.hi))
+                }
             );
             if mean.is_finite() {
                 pts.push((l, mean));
@@ -833,7 +845,7 @@ fn theorem_section(
     }
     let _ = writeln!(
         md,
-        "\nGroup survival is shown ± its binomial standard error. The plot shows bins with at least {MIN_PLOTTED} groups (measured group survival with a ±2 s.e. band); the table shows every bin.\n"
+        "\nGroup survival is shown ± its binomial standard error. The plot shows bins with at least {MIN_PLOTTED} groups (measured group survival with a ±2 s.e. band); the table shows every bin."
     );
     // Plot: survival and α± against p, measured per bin and Theorem 3.1's curves.
     let gi = g as i32;

@@ -55,6 +55,10 @@ fn paired_interval_of_the_first_comparison() {
     assert!((p.sd - 0.013142).abs() < 1e-6);
     assert!((p.lo + 0.008118).abs() < 1e-5, "{p:?}");
     assert!((p.hi - 0.024518).abs() < 1e-5, "{p:?}");
+    // t = 0.0082 / (0.013142/√5) = 1.3952 on 4 d.f. The closed form for 4 d.f.,
+    // F(t) = 1/2 + (3/8)·(t/√(1 + t²/4))·(1 − t²/(12(1 + t²/4))), gives
+    // F = 1/2 + 0.375 · 1.144281 · 0.890885 = 0.882283, so two-sided p = 0.235434.
+    assert!((p.p_value() - 0.235434).abs() < 2e-5, "{}", p.p_value());
     let one = Paired::of(&[0.01]);
     assert!(one.sd.is_nan() && one.lo.is_nan());
 }

@@ -165,6 +165,8 @@ fn verdicts() {
     };
     assert!(verdict(&p(0.001, 0.03), 11, 0.02).starts_with("**Incomplete: 10 of 11"));
     assert!(verdict(&p(0.001, 0.03), 10, 0.02).starts_with("**Confirmed"));
+    assert!(!verdict(&p(0.001, 0.03), 10, 0.02).contains("smaller than the one"));
+    assert!(verdict(&p(0.001, 0.012), 10, 0.02).contains("excludes gains of 0.02 or more"));
     assert!(verdict(&p(-0.03, -0.001), 10, 0.02).starts_with("**Refuted"));
     assert!(verdict(&p(-0.01, 0.015), 10, 0.02).starts_with("**No effect of ±0.02"));
     assert!(verdict(&p(-0.01, 0.025), 10, 0.02).starts_with("**Not detectable"));
