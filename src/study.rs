@@ -503,6 +503,7 @@ fn ablation_section(
         "λ (1 = DAPO)",
         "avg@k",
     );
+    let mut mismatched = Vec::new();
     for &t in &a.taus {
         let mut pts = Vec::new();
         let mut band = Vec::new();
@@ -527,6 +528,15 @@ fn ablation_section(
                 f64::NAN
             };
             let d = Paired::of(&diffs(&pairs, Some(tier)));
+            // Each run must start from its seed's DAPO run's warm-start (a warm-start recomputed
+            // on another machine could differ).
+            for (seed, a, b) in &pairs {
+                if let (Some(a), Some(b)) = (a, b)
+                    && a.first != b.first
+                {
+                    mismatched.push(format!("`{algo}` seed {seed}"));
+                }
+            }
             let _ = writeln!(
                 md,
                 "| {l} | {t} | `{algo}` | {n} | {} | {} | {} |",
@@ -551,6 +561,13 @@ fn ablation_section(
         if !pts.is_empty() {
             panel = panel.with_series(Series::new(format!("τ = {t}"), pts).with_band(band));
         }
+    }
+    if !mismatched.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n**Step-0 evaluations differ from the DAPO run's for {}**: those runs did not start from the same warm-start.",
+            mismatched.join(", ")
+        );
     }
     if panel.series.is_empty() {
         let _ = writeln!(md, "\nNo ablation run is complete yet; no plot.\n");
