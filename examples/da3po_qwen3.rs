@@ -85,13 +85,7 @@ impl BackendJob for Job {
 }
 
 fn embedded<B: AutodiffBackend>(args: &Args, device: B::Device) -> Result<(), TrainerError> {
-    let demo = match &args.demo {
-        Some(p) => {
-            let text = std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e))?;
-            ArithmeticDemo::from_toml_str(&text)?
-        }
-        None => ArithmeticDemo::default(),
-    };
+    let demo = ArithmeticDemo::load(args.demo.as_deref())?;
     let out = args
         .out
         .clone()

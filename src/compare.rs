@@ -278,8 +278,25 @@ fn fmt_ms(xs: &[f64]) -> String {
     }
 }
 
+/// The fraction of a run's trained mixed groups (0 < p̂ < 1) with p̂ < 0.4, from the training
+/// steps' `kept_pass_rate_hist` (bins of 0.2). Mixed groups only: without a filter (GRPO)
+/// all-wrong groups are trained too, sit in the p̂ = 0 bin, and carry no gradient.
+pub(crate) fn hard_mixed_fraction(train: &[&StepMetrics]) -> f64 {
+    let hist: [usize; 5] = train.iter().fold([0; 5], |mut h, x| {
+        for (acc, n) in h.iter_mut().zip(x.kept_pass_rate_hist) {
+            *acc += n;
+        }
+        h
+    });
+    let wrong: usize = train.iter().map(|x| x.kept_all_wrong).sum();
+    let right: usize = train.iter().map(|x| x.kept_all_correct).sum();
+    let mixed = hist.iter().sum::<usize>().saturating_sub(wrong + right);
+    let hard = (hist[0] + hist[1]).saturating_sub(wrong);
+    hard as f64 / mixed.max(1) as f64
+}
+
 /// (step, rollouts, eval) of a run's evaluations.
-fn evals(m: &[StepMetrics]) -> Vec<(usize, u64, &rl_trainer::EvalReport)> {
+pub(crate) fn evals(m: &[StepMetrics]) -> Vec<(usize, u64, &rl_trainer::EvalReport)> {
     let mut rollouts = 0;
     let mut out = Vec::new();
     for x in m {
@@ -497,19 +514,7 @@ pub fn report(
                 train.iter().map(|x| x.surplus_dropped as f64).sum::<f64>()
                     / train.len().max(1) as f64,
             );
-            let hist: [usize; 5] = train.iter().fold([0; 5], |mut h, x| {
-                for (acc, n) in h.iter_mut().zip(x.kept_pass_rate_hist) {
-                    *acc += n;
-                }
-                h
-            });
-            // Mixed groups only (0 < p̂ < 1): without a filter (GRPO) all-wrong groups are
-            // trained too, sit in the p̂ = 0 bin, and carry no gradient.
-            let wrong: usize = train.iter().map(|x| x.kept_all_wrong).sum();
-            let right: usize = train.iter().map(|x| x.kept_all_correct).sum();
-            let mixed = hist.iter().sum::<usize>().saturating_sub(wrong + right);
-            let hard = (hist[0] + hist[1]).saturating_sub(wrong);
-            hard_kept.push(hard as f64 / mixed.max(1) as f64);
+            hard_kept.push(hard_mixed_fraction(&train));
         }
         let _ = writeln!(
             md,

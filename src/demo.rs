@@ -208,6 +208,18 @@ impl ArithmeticDemo {
         Ok((renumber(sft), renumber(rl), eval))
     }
 
+    /// The default, or with `path` the default with that TOML file's overrides
+    /// ([`ArithmeticDemo::from_toml_str`]).
+    pub fn load(path: Option<&Path>) -> Result<Self, TrainerError> {
+        match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e))?;
+                Self::from_toml_str(&text)
+            }
+            None => Ok(Self::default()),
+        }
+    }
+
     /// Builds the tokenizer, the split and the model config.
     pub fn data(&self) -> Result<DemoData, TrainerError> {
         let tokenizer = ArithmeticTask::tokenizer()?;

@@ -34,42 +34,36 @@ pub fn ln_gamma(x: f64) -> f64 {
     0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
 }
 
+const TINY: f64 = 1e-300;
+
+/// `v`, kept at least `TINY` away from 0 (the modified Lentz algorithm divides by it).
+fn away_from_zero(v: f64) -> f64 {
+    if v.abs() < TINY { TINY } else { v }
+}
+
+/// One step of the modified Lentz algorithm with coefficient `aa`: updates `c` and `d` and
+/// returns the factor d·c that multiplies the fraction.
+fn lentz_step(aa: f64, c: &mut f64, d: &mut f64) -> f64 {
+    *d = 1.0 / away_from_zero(1.0 + aa * *d);
+    *c = away_from_zero(1.0 + aa / *c);
+    *d * *c
+}
+
 /// The continued fraction of the incomplete beta function (modified Lentz).
 fn beta_cf(a: f64, b: f64, x: f64) -> f64 {
-    const TINY: f64 = 1e-300;
     let (qab, qap, qam) = (a + b, a + 1.0, a - 1.0);
     let mut c = 1.0;
-    let mut d = 1.0 - qab * x / qap;
-    if d.abs() < TINY {
-        d = TINY;
-    }
-    d = 1.0 / d;
+    let mut d = 1.0 / away_from_zero(1.0 - qab * x / qap);
     let mut h = d;
     for m in 1..=300 {
         let m = m as f64;
         let m2 = 2.0 * m;
-        let aa = m * (b - m) * x / ((qam + m2) * (a + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        h *= d * c;
-        let aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
-        d = 1.0 + aa * d;
-        if d.abs() < TINY {
-            d = TINY;
-        }
-        c = 1.0 + aa / c;
-        if c.abs() < TINY {
-            c = TINY;
-        }
-        d = 1.0 / d;
-        let del = d * c;
+        h *= lentz_step(m * (b - m) * x / ((qam + m2) * (a + m2)), &mut c, &mut d);
+        let del = lentz_step(
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+            &mut c,
+            &mut d,
+        );
         h *= del;
         if (del - 1.0).abs() < 1e-15 {
             break;
@@ -121,7 +115,8 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
-/// Mean, sample standard deviation and two-sided 95 % t interval of paired differences.
+/// Mean, sample standard deviation and two-sided 95 % t interval of a sample: the paired
+/// differences of the study, or one configuration's per-seed values.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Paired {
     /// Number of pairs.

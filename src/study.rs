@@ -20,10 +20,12 @@ use rl_trainer::probe::{ProbeRecord, read_probe};
 use rl_trainer::{EvalReport, StepMetrics, TrainerError, read_metrics};
 use serde::Deserialize;
 
-use crate::compare::{CompareSpec, is_complete, run_all, run_config, run_dir};
+use crate::compare::{
+    CompareSpec, evals, hard_mixed_fraction, is_complete, run_all, run_config, run_dir,
+};
 use crate::demo::ArithmeticDemo;
 use crate::plot::{Panel, Series, save_png};
-use crate::stats::{Paired, paired_sample_size, t_quantile};
+use crate::stats::{Paired, paired_sample_size};
 
 const BEGIN: &str = "<!-- rlvr study: begin -->";
 const END: &str = "<!-- rlvr study: end -->";
@@ -136,12 +138,7 @@ impl StudySpec {
 
 /// The demo of a setting (default, or the default with its TOML overrides).
 pub fn setting_demo(setting: &Setting) -> Result<ArithmeticDemo, TrainerError> {
-    match &setting.demo {
-        Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| TrainerError::io(p, e))
-            .and_then(|t| ArithmeticDemo::from_toml_str(&t)),
-        None => Ok(ArithmeticDemo::default()),
-    }
+    ArithmeticDemo::load(setting.demo.as_deref())
 }
 
 /// The run name of λ, τ in the ablation: DAPO for λ = 1, the primary DA3PO run for the paper's
@@ -258,28 +255,16 @@ fn load_run(
         return Ok(None);
     }
     let m = read_metrics(&run_dir(cs, seed, algo).join("metrics.jsonl"))?;
-    let evals: Vec<(usize, &EvalReport)> = m
-        .iter()
-        .filter_map(|x| x.eval.as_ref().map(|e| (x.step, e)))
-        .collect();
+    let evals = evals(&m);
     let (Some(first), Some(last)) = (evals.first(), evals.last()) else {
         return Ok(None);
     };
     let train: Vec<&StepMetrics> = m.iter().filter(|x| x.step > 0).collect();
-    let hist = train.iter().fold([0usize; 5], |mut h, x| {
-        for (acc, n) in h.iter_mut().zip(x.kept_pass_rate_hist) {
-            *acc += n;
-        }
-        h
-    });
-    let wrong: usize = train.iter().map(|x| x.kept_all_wrong).sum();
-    let right: usize = train.iter().map(|x| x.kept_all_correct).sum();
-    let mixed = hist.iter().sum::<usize>().saturating_sub(wrong + right);
     Ok(Some(RunResult {
-        responses: m.iter().map(|x| x.rollouts_total).max().unwrap_or(0),
-        first: first.1.clone(),
-        last: last.1.clone(),
-        hard_kept: (hist[0] + hist[1]).saturating_sub(wrong) as f64 / mixed.max(1) as f64,
+        responses: last.1,
+        first: first.2.clone(),
+        last: last.2.clone(),
+        hard_kept: hard_mixed_fraction(&train),
     }))
 }
 
@@ -514,19 +499,8 @@ fn ablation_section(
                 .iter()
                 .filter_map(|(_, _, b)| b.as_ref().map(|r| tier_avg(&r.last, tier)))
                 .collect();
-            let n = vals.len();
-            let mean = if n == 0 {
-                f64::NAN
-            } else {
-                vals.iter().sum::<f64>() / n as f64
-            };
-            let half = if n > 1 {
-                let sd =
-                    (vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-                t_quantile(0.975, (n - 1) as f64) * sd / (n as f64).sqrt()
-            } else {
-                f64::NAN
-            };
+            let v = Paired::of(&vals);
+            let (n, mean, half) = (v.n, v.mean, v.hi - v.mean);
             let d = Paired::of(&diffs(&pairs, Some(tier)));
             // Each run must start from its seed's DAPO run's warm-start (a warm-start recomputed
             // on another machine could differ).
@@ -924,23 +898,15 @@ fn theorem_section(
 
 /// A metrics file's lines as JSON without the timing fields.
 fn untimed(path: &Path) -> Result<Vec<serde_json::Value>, TrainerError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let mut v: serde_json::Value =
-                serde_json::from_str(l).map_err(|e| TrainerError::Metrics {
-                    path: path.display().to_string(),
-                    message: e.to_string(),
-                })?;
-            if let Some(o) = v.as_object_mut() {
-                for f in rl_trainer::metrics::TIMING_FIELDS {
-                    o.remove(f);
-                }
+    let mut lines: Vec<serde_json::Value> = rl_trainer::metrics::read_jsonl(path)?;
+    for v in &mut lines {
+        if let Some(o) = v.as_object_mut() {
+            for f in rl_trainer::metrics::TIMING_FIELDS {
+                o.remove(f);
             }
-            Ok(v)
-        })
-        .collect()
+        }
+    }
+    Ok(lines)
 }
 
 /// Every run the study plans, with its status.

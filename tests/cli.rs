@@ -306,16 +306,25 @@ fn single_chunked_run(dir: &Path, demo: &Path) -> Vec<serde_json::Value> {
     metric_lines(&out)
 }
 
+/// In a fresh folder `name`: the demo file, the single-worker run's metrics, and the run folder
+/// and config of the same run for the workers to reproduce (`two`).
+fn single_run_then_second_config(
+    name: &str,
+) -> (PathBuf, Vec<serde_json::Value>, PathBuf, PathBuf) {
+    let dir = tmp(name);
+    let demo = dir.join("demo.toml");
+    std::fs::write(&demo, DEMO).unwrap();
+    let one = single_chunked_run(&dir, &demo);
+    let (out, cfg) = chunked_config(&dir, "two", 4);
+    (demo, one, out, cfg)
+}
+
 /// 2 workers generate exactly the rollouts 1 worker generates ([`chunked_config`]); dynamic
 /// sampling, advantages and the mini-batch order are replicated; and the sharded update equals
 /// the whole-batch one up to f32 summation order. So every metric of a 4-step run matches.
 #[test]
 fn two_local_workers_reproduce_the_single_worker_run() {
-    let dir = tmp("workers-equal");
-    let demo = dir.join("demo.toml");
-    std::fs::write(&demo, DEMO).unwrap();
-    let one = single_chunked_run(&dir, &demo);
-    let (out, cfg) = chunked_config(&dir, "two", 4);
+    let (demo, one, out, cfg) = single_run_then_second_config("workers-equal");
     let mut c = rlvr();
     c.args(["train", "--workers", "2", "--demo"])
         .arg(&demo)
@@ -408,11 +417,7 @@ fn wait_for(child: &mut Reaped, limit: Duration) -> (std::process::ExitStatus, S
 /// (with the fixes of third_party/PATCHED.md).
 #[test]
 fn two_worker_processes_reproduce_the_single_worker_run() {
-    let dir = tmp("processes-equal");
-    let demo = dir.join("demo.toml");
-    std::fs::write(&demo, DEMO).unwrap();
-    let one = single_chunked_run(&dir, &demo);
-    let (out, cfg) = chunked_config(&dir, "two", 4);
+    let (demo, one, out, cfg) = single_run_then_second_config("processes-equal");
     let (_orch, port) = orchestrator();
     let mut workers: Vec<Reaped> = (0..2)
         .map(|r| worker_process(&demo, &cfg, r, port, 60))

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use burn::tensor::backend::AutodiffBackend;
 use rl_trainer::TrainerError;
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
+use super::{EXIT_BAD_INPUT, Io, job_exit};
 use crate::backend::{BackendJob, BackendKind, run_on};
 use crate::compare::{CompareSpec, report, run_all, write_section};
 use crate::demo::ArithmeticDemo;
@@ -110,13 +110,7 @@ impl BackendJob for Job<'_, '_> {
 
 /// Runs `rlvr compare`.
 pub fn run(args: CompareArgs, io: &mut Io<'_>) -> i32 {
-    let demo = match &args.demo {
-        Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| TrainerError::io(p, e))
-            .and_then(|t| ArithmeticDemo::from_toml_str(&t)),
-        None => Ok(ArithmeticDemo::default()),
-    };
-    let demo = match demo {
+    let demo = match ArithmeticDemo::load(args.demo.as_deref()) {
         Ok(d) => d,
         Err(e) => {
             let _ = writeln!(io.stderr, "error: {e}");
@@ -129,15 +123,5 @@ pub fn run(args: CompareArgs, io: &mut Io<'_>) -> i32 {
         demo,
         io: &mut *io,
     };
-    match run_on(backend, job) {
-        Ok(Ok(())) => EXIT_OK,
-        Ok(Err(e)) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            EXIT_FAILURE
-        }
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            EXIT_BAD_INPUT
-        }
-    }
+    job_exit(run_on(backend, job), io)
 }

@@ -35,6 +35,25 @@ pub struct Io<'a> {
     pub stderr: &'a mut dyn Write,
 }
 
+/// The exit code of a backend job that trains and reports (`compare`, `study`): 0 on success,
+/// 1 when it fails, 2 when the backend asked for is not compiled in; errors go to stderr.
+pub fn job_exit(
+    result: Result<Result<(), rl_trainer::TrainerError>, crate::backend::BackendNotCompiled>,
+    io: &mut Io<'_>,
+) -> i32 {
+    match result {
+        Ok(Ok(())) => EXIT_OK,
+        Ok(Err(e)) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            EXIT_FAILURE
+        }
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
 /// Runs a command on `input` as standard input; returns its exit code, stdout and stderr (tests).
 #[cfg(test)]
 pub(crate) fn run_captured(

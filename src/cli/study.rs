@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use burn::tensor::backend::AutodiffBackend;
 use rl_trainer::TrainerError;
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
+use super::{EXIT_BAD_INPUT, Io, job_exit};
 use crate::backend::{BackendJob, BackendKind, run_on};
 use crate::study::{self, StudySpec, report, write_section};
 
@@ -97,15 +97,5 @@ pub fn run(args: StudyArgs, io: &mut Io<'_>) -> i32 {
         spec,
         io: &mut *io,
     };
-    match run_on(backend, job) {
-        Ok(Ok(())) => EXIT_OK,
-        Ok(Err(e)) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            EXIT_FAILURE
-        }
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            EXIT_BAD_INPUT
-        }
-    }
+    job_exit(run_on(backend, job), io)
 }

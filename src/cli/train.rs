@@ -140,13 +140,7 @@ impl BackendJob for Job {
 
 /// Runs `rlvr train`.
 pub fn run(args: TrainArgs, io: &mut Io<'_>) -> i32 {
-    let demo = match &args.demo {
-        Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| TrainerError::io(p, e))
-            .and_then(|t| ArithmeticDemo::from_toml_str(&t)),
-        None => Ok(ArithmeticDemo::default()),
-    };
-    let demo = match demo {
+    let demo = match ArithmeticDemo::load(args.demo.as_deref()) {
         Ok(d) => d,
         Err(e) => {
             let _ = writeln!(io.stderr, "error: {e}");

@@ -220,6 +220,12 @@ impl MetricsWriter {
 
 /// Reads a metrics file.
 pub fn read_metrics(path: &Path) -> Result<Vec<StepMetrics>, TrainerError> {
+    read_jsonl(path)
+}
+
+/// Reads a JSON-lines file of records (metrics, probe records, or `serde_json::Value`); blank
+/// lines are skipped and a bad line is an error naming its number.
+pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, TrainerError> {
     let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
     text.lines()
         .enumerate()

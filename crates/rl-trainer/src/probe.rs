@@ -43,15 +43,5 @@ impl ProbeRecord {
 
 /// Reads a `probe.jsonl`; a bad line is an error naming its number.
 pub fn read_probe(path: &Path) -> Result<Vec<ProbeRecord>, TrainerError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| TrainerError::Metrics {
-                path: path.display().to_string(),
-                message: format!("line {}: {e}", i + 1),
-            })
-        })
-        .collect()
+    crate::metrics::read_jsonl(path)
 }

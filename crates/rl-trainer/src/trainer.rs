@@ -520,32 +520,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         } else {
             e.max_prompts.min(eval.len())
         };
-        let mut gen_cfg = self.generation_config(e.temperature, e.top_p, 0);
+        let gen_cfg = self.generation_config(e.temperature, e.top_p, 0);
         let inputs: Vec<Vec<u32>> = (0..n)
             .flat_map(|i| std::iter::repeat_n(self.eval_rendered[i].as_ref().clone(), e.k))
             .collect();
-        let chunk = if self.config.rollout.generation_batch == 0 {
-            inputs.len()
-        } else {
-            self.config.rollout.generation_batch
-        };
-        let mut correct = Vec::with_capacity(inputs.len());
-        let generator = self.policy().generator();
-        for (c, part) in inputs.chunks(chunk.max(1)).enumerate() {
-            gen_cfg.seed = self.config.seed ^ 0xE7A1_0000_0000 ^ (tag << 20) ^ c as u64;
-            let streams: Vec<RowSeed> = (0..part.len() as u64)
-                .map(|stream| RowSeed {
-                    seed: gen_cfg.seed,
-                    stream,
-                })
-                .collect();
-            for g in generator.generate(part, &gen_cfg, &streams)? {
-                let text = self
-                    .tokenizer
-                    .decode(strip_end_tokens(&g.tokens, &self.end_ids), false)?;
-                correct.push(text);
-            }
-        }
+        let seed = self.config.seed ^ 0xE7A1_0000_0000 ^ (tag << 20);
+        let correct = self.generate_texts(&inputs, gen_cfg, seed)?;
         let results: Vec<(Option<String>, Vec<bool>)> = (0..n)
             .map(|i| {
                 let p = &eval.prompts[i];
@@ -561,6 +541,39 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             })
             .collect();
         Ok(Some(EvalReport::from_results(&results)))
+    }
+
+    /// Decoded completions of `inputs` by the in-process policy (evaluation and the probe, which
+    /// never go through the rollout engine), generated in chunks of `rollout.generation_batch`
+    /// sequences (0: one chunk); chunk c is seeded with `seed ^ c`, its rows with their index.
+    fn generate_texts(
+        &self,
+        inputs: &[Vec<u32>],
+        mut gen_cfg: GenerationConfig,
+        seed: u64,
+    ) -> Result<Vec<String>, TrainerError> {
+        let chunk = match self.config.rollout.generation_batch {
+            0 => inputs.len(),
+            b => b,
+        };
+        let generator = self.policy().generator();
+        let mut texts = Vec::with_capacity(inputs.len());
+        for (c, part) in inputs.chunks(chunk.max(1)).enumerate() {
+            gen_cfg.seed = seed ^ c as u64;
+            let streams: Vec<RowSeed> = (0..part.len() as u64)
+                .map(|stream| RowSeed {
+                    seed: gen_cfg.seed,
+                    stream,
+                })
+                .collect();
+            for g in generator.generate(part, &gen_cfg, &streams)? {
+                texts.push(
+                    self.tokenizer
+                        .decode(strip_end_tokens(&g.tokens, &self.end_ids), false)?,
+                );
+            }
+        }
+        Ok(texts)
     }
 
     /// Generation phase, first half: samples the next round's prompts (as many as
@@ -714,39 +727,20 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             return Ok(());
         }
         let n = self.config.probe.samples;
-        let r = self.config.rollout.clone();
-        let mut gen_cfg = self.generation_config(r.temperature, r.top_p, r.top_k);
-        let generator = self.policy().generator();
+        let r = &self.config.rollout;
+        let gen_cfg = self.generation_config(r.temperature, r.top_p, r.top_k);
         let mut records = Vec::with_capacity(groups.len());
         for g in groups {
             let index = g.prompt as usize;
             let ids = self.prompt_ids(index)?;
             let inputs = vec![ids.as_ref().clone(); n];
-            let chunk = if r.generation_batch == 0 {
-                n
-            } else {
-                r.generation_batch
-            };
-            let mut probe_correct = 0;
-            for (c, part) in inputs.chunks(chunk.max(1)).enumerate() {
-                gen_cfg.seed =
-                    self.config.seed ^ 0x9B0B_E000_0000_0000 ^ (g.group.0 << 16) ^ c as u64;
-                let streams: Vec<RowSeed> = (0..part.len() as u64)
-                    .map(|stream| RowSeed {
-                        seed: gen_cfg.seed,
-                        stream,
-                    })
-                    .collect();
-                for out in generator.generate(part, &gen_cfg, &streams)? {
-                    let text = self
-                        .tokenizer
-                        .decode(strip_end_tokens(&out.tokens, &self.end_ids), false)?;
-                    let answer = &self.train.prompts[index].answer;
-                    if self.verifier.verify(&text, answer).outcome.is_correct() {
-                        probe_correct += 1;
-                    }
-                }
-            }
+            let seed = self.config.seed ^ 0x9B0B_E000_0000_0000 ^ (g.group.0 << 16);
+            let answer = &self.train.prompts[index].answer;
+            let probe_correct = self
+                .generate_texts(&inputs, gen_cfg.clone(), seed)?
+                .iter()
+                .filter(|text| self.verifier.verify(text, answer).outcome.is_correct())
+                .count();
             let advantages = self.advantages(std::slice::from_ref(g))?.advantages;
             records.push(ProbeRecord {
                 step,
