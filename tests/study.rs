@@ -171,3 +171,37 @@ fn verdicts() {
     assert!(verdict(&p(-0.01, 0.015), 10, 0.02).starts_with("**No effect of ±0.02"));
     assert!(verdict(&p(-0.01, 0.025), 10, 0.02).starts_with("**Not detectable"));
 }
+
+/// A probe file with a record no probe writes is an error naming the record, not a panic in
+/// the binning (which needs G ≥ 2).
+#[test]
+fn bad_probe_records_are_errors_naming_the_record() {
+    let dir = std::env::temp_dir().join(format!("rlvr-study-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = serde_json::to_string(&rec(3, &[true, false], true, &[1.0, -1.0])).unwrap();
+    for (bad, why) in [
+        (rec(3, &[], false, &[]), "0 responses"),
+        (
+            rec(3, &[true, false], true, &[1.0]),
+            "1 advantages for 2 responses",
+        ),
+        (
+            rec(65, &[true, false], true, &[1.0, -1.0]),
+            "65 correct of 64",
+        ),
+    ] {
+        let path = dir.join("probe.jsonl");
+        let text = format!("{good}\n{}\n", serde_json::to_string(&bad).unwrap());
+        std::fs::write(&path, text).unwrap();
+        let e = rl_trainer::probe::read_probe(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("record 2") && e.contains(why), "{e}");
+    }
+    let path = dir.join("probe.jsonl");
+    std::fs::write(&path, format!("{good}\nnot json\n")).unwrap();
+    let e = rl_trainer::probe::read_probe(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 2"), "{e}");
+}

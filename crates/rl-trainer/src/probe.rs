@@ -41,7 +41,37 @@ impl ProbeRecord {
     }
 }
 
-/// Reads a `probe.jsonl`; a bad line is an error naming its number.
+/// Reads a `probe.jsonl`; a line that does not parse, or a record that cannot come from a
+/// probe (fewer than 2 responses, verdicts and advantages of different lengths, more correct
+/// extra samples than samples), is an error naming its number.
 pub fn read_probe(path: &Path) -> Result<Vec<ProbeRecord>, TrainerError> {
-    crate::metrics::read_jsonl(path)
+    let records: Vec<ProbeRecord> = crate::metrics::read_jsonl(path)?;
+    for (i, r) in records.iter().enumerate() {
+        let problem = if r.correct.len() < 2 {
+            Some(format!(
+                "{} responses (a group has at least 2)",
+                r.correct.len()
+            ))
+        } else if r.advantages.len() != r.correct.len() {
+            Some(format!(
+                "{} advantages for {} responses",
+                r.advantages.len(),
+                r.correct.len()
+            ))
+        } else if r.probe_correct > r.probe_samples {
+            Some(format!(
+                "{} correct of {} extra samples",
+                r.probe_correct, r.probe_samples
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            return Err(TrainerError::Metrics {
+                path: path.display().to_string(),
+                message: format!("record {}: {message}", i + 1),
+            });
+        }
+    }
+    Ok(records)
 }
