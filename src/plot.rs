@@ -60,6 +60,9 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Optional (x, low, high) band drawn behind the curve.
     pub band: Option<Vec<(f64, f64, f64)>>,
+    /// Optional (x, low, high) error bars (for example a 95 % confidence interval per point),
+    /// drawn as capped vertical segments, with a marker at each point.
+    pub bars: Option<Vec<(f64, f64, f64)>>,
 }
 
 impl Series {
@@ -69,12 +72,19 @@ impl Series {
             name: name.into(),
             points,
             band: None,
+            bars: None,
         }
     }
 
     /// Adds a (x, low, high) band.
     pub fn with_band(mut self, band: Vec<(f64, f64, f64)>) -> Self {
         self.band = Some(band);
+        self
+    }
+
+    /// Adds (x, low, high) error bars and point markers.
+    pub fn with_error_bars(mut self, bars: Vec<(f64, f64, f64)>) -> Self {
+        self.bars = Some(bars);
         self
     }
 }
@@ -135,7 +145,7 @@ impl Panel {
             for &(x, y) in &s.points {
                 see(x, y);
             }
-            for &(x, lo, hi) in s.band.iter().flatten() {
+            for &(x, lo, hi) in s.band.iter().flatten().chain(s.bars.iter().flatten()) {
                 see(x, lo);
                 see(x, hi);
             }
@@ -146,7 +156,13 @@ impl Panel {
         if let Some(r) = self.y_range {
             ys = r;
         }
-        Some((pad(xs, 0.0), pad(ys, 0.05)))
+        // Error bars at the first and last x would sit on the frame: leave them room.
+        let x_pad = if self.series.iter().any(|s| s.bars.is_some()) {
+            0.05
+        } else {
+            0.0
+        };
+        Some((pad(xs, x_pad), pad(ys, 0.05)))
     }
 }
 
@@ -255,6 +271,33 @@ fn draw_panel(
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
+        if let Some(bars) = &s.bars {
+            // Caps 1 % of the x range wide on each side.
+            let cap = (x1 - x0) * 0.01;
+            let bars: Vec<(f64, f64, f64)> = bars
+                .iter()
+                .copied()
+                .filter(|&(x, lo, hi)| x.is_finite() && lo.is_finite() && hi.is_finite())
+                .collect();
+            let segments = bars.iter().flat_map(|&(x, lo, hi)| {
+                [
+                    vec![(x, lo), (x, hi)],
+                    vec![(x - cap, lo), (x + cap, lo)],
+                    vec![(x - cap, hi), (x + cap, hi)],
+                ]
+            });
+            chart
+                .draw_series(segments.map(|seg| PathElement::new(seg, color.stroke_width(2))))
+                .map_err(|e| draw_err(path, e))?;
+            chart
+                .draw_series(
+                    s.points
+                        .iter()
+                        .filter(|(x, y)| x.is_finite() && y.is_finite())
+                        .map(|&p| Circle::new(p, 4, color.filled())),
+                )
+                .map_err(|e| draw_err(path, e))?;
+        }
     }
     if panel.series.iter().any(|s| !s.name.is_empty()) {
         chart
@@ -285,8 +328,12 @@ mod tests {
                 (2.0, 1.0, 2.0),
             ]),
         );
-        let b = Panel::new("b", "step", "y")
-            .with_series(Series::new("t", vec![(0.0, 3.0), (5.0, 3.0)]));
+        let b = Panel::new("b", "step", "y").with_series(
+            Series::new("t", vec![(0.0, 3.0), (5.0, 3.0)])
+                .with_error_bars(vec![(0.0, 2.0, 4.0), (5.0, f64::NAN, 3.5)]),
+        );
+        // The error bars widen the fitted y range (2.0..4.0) and pad both ranges by 5 %.
+        assert_eq!(b.bounds(), Some(((-0.25, 5.25), (1.9, 4.1))));
         save_png(&path, &[a, b], 2).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");

@@ -446,7 +446,14 @@ fn pairs_section(
         s3(po.lo),
         s3(po.hi)
     );
-    if primary {
+    if !primary {
+        // The same rule, applied to a secondary setting; the decision rests on the primary one.
+        let _ = writeln!(
+            md,
+            "By the pre-registered rule (secondary setting: reported, not part of the decision): {}\n",
+            verdict(&p, setting.seeds.len(), spec.delta)
+        );
+    } else {
         let _ = writeln!(md, "{}\n", verdict(&p, setting.seeds.len(), spec.delta));
         if p.sd.is_finite() {
             let _ = writeln!(
@@ -476,22 +483,22 @@ fn ablation_section(
     );
     let _ = writeln!(
         md,
-        "Final {tier}-tier avg@k, mean over complete seeds (n), and the paired difference from DAPO (λ = 1) with its 95 % CI.\n"
+        "Final {tier}-tier avg@k, mean over complete seeds (n), and the paired difference from DAPO (λ = 1) with its 95 % CI. The plot shows the paired difference, one panel per τ, on one y scale.\n"
     );
     let _ = writeln!(
         md,
         "| λ | τ | run | n | {tier} avg@k | Δ vs DAPO | 95 % CI |"
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-    let mut panel = Panel::new(
-        format!("final {tier}-tier avg@k vs λ (mean, 95 % CI over seeds)"),
-        "λ (1 = DAPO)",
-        "avg@k",
-    );
+    // One panel per τ: the paired difference from DAPO against λ, with its 95 % CI as error
+    // bars (the seeds' spread in absolute avg@k is mostly between warm-starts, which pairing
+    // removes). All panels share one y range so that they compare at a glance.
+    let mut panels = Vec::new();
     let mut mismatched = Vec::new();
     for &t in &a.taus {
         let mut pts = Vec::new();
-        let mut band = Vec::new();
+        let mut bars = Vec::new();
+        let mut n_max = 0;
         for &l in &a.lambdas {
             let algo = ablation_algorithm(l, t);
             let pairs = load_pairs(spec, setting, &a.seeds, &algo)?;
@@ -500,7 +507,6 @@ fn ablation_section(
                 .filter_map(|(_, _, b)| b.as_ref().map(|r| tier_avg(&r.last, tier)))
                 .collect();
             let v = Paired::of(&vals);
-            let (n, mean, half) = (v.n, v.mean, v.hi - v.mean);
             let d = Paired::of(&diffs(&pairs, Some(tier)));
             // Each run must start from its seed's DAPO run's warm-start (a warm-start recomputed
             // on another machine could differ).
@@ -513,8 +519,9 @@ fn ablation_section(
             }
             let _ = writeln!(
                 md,
-                "| {l} | {t} | `{algo}` | {n} | {} | {} | {} |",
-                f3(mean),
+                "| {l} | {t} | `{algo}` | {} | {} | {} | {} |",
+                v.n,
+                f3(v.mean),
                 if l == 1.0 {
                     "0 (reference)".into()
                 } else {
@@ -526,14 +533,23 @@ fn ablation_section(
                     format!("[{}, {}]", s3(d.lo), s3(d.hi))
                 }
             );
-            if mean.is_finite() {
-                pts.push((l, mean));
-                let h = if half.is_finite() { half } else { 0.0 };
-                band.push((l, mean - h, mean + h));
+            if l == 1.0 && v.n > 0 {
+                pts.push((l, 0.0));
+            } else if d.mean.is_finite() {
+                pts.push((l, d.mean));
+                bars.push((l, d.lo, d.hi));
+                n_max = n_max.max(d.n);
             }
         }
         if !pts.is_empty() {
-            panel = panel.with_series(Series::new(format!("τ = {t}"), pts).with_band(band));
+            panels.push(
+                Panel::new(
+                    format!("τ = {t}: Δ vs DAPO (n ≤ {n_max} pairs)"),
+                    "λ (1 = DAPO)",
+                    format!("Δ final {tier} avg@k, 95 % CI"),
+                )
+                .with_series(Series::new("", pts).with_error_bars(bars)),
+            );
         }
     }
     if !mismatched.is_empty() {
@@ -543,11 +559,23 @@ fn ablation_section(
             mismatched.join(", ")
         );
     }
-    if panel.series.is_empty() {
+    if panels.is_empty() {
         let _ = writeln!(md, "\nNo ablation run is complete yet; no plot.\n");
         return Ok(None);
     }
-    draw(image, &[panel], 1)?;
+    let (lo, hi) = panels
+        .iter()
+        .flat_map(|p| &p.series)
+        .flat_map(|s| {
+            s.bars
+                .iter()
+                .flatten()
+                .map(|&(_, lo, hi)| (lo, hi))
+                .chain(s.points.iter().map(|&(_, y)| (y, y)))
+        })
+        .fold((0.0f64, 0.0f64), |(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
+    let panels: Vec<Panel> = panels.into_iter().map(|p| p.with_y_range(lo, hi)).collect();
+    draw(image, &panels, panels.len().min(3))?;
     Ok(Some(image.to_path_buf()))
 }
 
