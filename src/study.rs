@@ -446,14 +446,7 @@ fn pairs_section(
         s3(po.lo),
         s3(po.hi)
     );
-    if !primary {
-        // The same rule, applied to a secondary setting; the decision rests on the primary one.
-        let _ = writeln!(
-            md,
-            "By the pre-registered rule (secondary setting: reported, not part of the decision): {}\n",
-            verdict(&p, setting.seeds.len(), spec.delta)
-        );
-    } else {
+    if primary {
         let _ = writeln!(md, "{}\n", verdict(&p, setting.seeds.len(), spec.delta));
         if p.sd.is_finite() {
             let _ = writeln!(
@@ -464,6 +457,13 @@ fn pairs_section(
                 paired_sample_size(p.sd, spec.delta, 0.05, 0.8)
             );
         }
+    } else {
+        // The same rule, applied to a secondary setting; the decision rests on the primary one.
+        let _ = writeln!(
+            md,
+            "By the pre-registered rule (secondary setting: reported, not part of the decision): {}\n",
+            verdict(&p, setting.seeds.len(), spec.delta)
+        );
     }
     Ok(())
 }
@@ -494,6 +494,8 @@ fn ablation_section(
     // bars (the seeds' spread in absolute avg@k is mostly between warm-starts, which pairing
     // removes). All panels share one y range so that they compare at a glance.
     let mut panels = Vec::new();
+    // The shared y range: DAPO's 0 and every interval's ends (f64::min/max skip a NaN end).
+    let (mut y_lo, mut y_hi) = (0.0f64, 0.0f64);
     let mut mismatched = Vec::new();
     for &t in &a.taus {
         let mut pts = Vec::new();
@@ -538,6 +540,8 @@ fn ablation_section(
             } else if d.mean.is_finite() {
                 pts.push((l, d.mean));
                 bars.push((l, d.lo, d.hi));
+                y_lo = y_lo.min(d.mean).min(d.lo);
+                y_hi = y_hi.max(d.mean).max(d.hi);
                 n_max = n_max.max(d.n);
             }
         }
@@ -563,18 +567,10 @@ fn ablation_section(
         let _ = writeln!(md, "\nNo ablation run is complete yet; no plot.\n");
         return Ok(None);
     }
-    let (lo, hi) = panels
-        .iter()
-        .flat_map(|p| &p.series)
-        .flat_map(|s| {
-            s.bars
-                .iter()
-                .flatten()
-                .map(|&(_, lo, hi)| (lo, hi))
-                .chain(s.points.iter().map(|&(_, y)| (y, y)))
-        })
-        .fold((0.0f64, 0.0f64), |(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
-    let panels: Vec<Panel> = panels.into_iter().map(|p| p.with_y_range(lo, hi)).collect();
+    let panels: Vec<Panel> = panels
+        .into_iter()
+        .map(|p| p.with_y_range(y_lo, y_hi))
+        .collect();
     draw(image, &panels, panels.len().min(3))?;
     Ok(Some(image.to_path_buf()))
 }
