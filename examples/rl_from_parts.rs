@@ -14,14 +14,16 @@
 //! - **loss** (`rl-loss`): clip-higher PPO with token-mean aggregation and global counts;
 //! - **optimizer** (`burn`'s AdamW).
 //!
-//! The task, the tiny Qwen3 and its supervised warm-start come from the `rlvr` crate's embedded
-//! run (`rlvr::demo`), the same as `cargo run --example da3po_qwen3` uses. Every step prints one
-//! line; the loop is the `train` function, top to bottom.
+//! The task, the tiny Qwen3 and its supervised warm-start come from `rl-trainer`'s embedded run
+//! (`rl_trainer::tasks::ArithmeticDemo`), the same as `cargo run --example da3po_qwen3` uses;
+//! the model is driven through the `Policy` trait (any model implementing it would do), and
+//! responses end by the trainer's rule (`rl_trainer::rollout::strip_end_tokens`). Only library
+//! crates are used, not the `rlvr` umbrella. Every step prints one line; the loop is the `train`
+//! function, top to bottom.
 
 use std::error::Error;
 
 use burn::backend::{Autodiff, Flex};
-use burn::module::AutodiffModule;
 use burn::optim::{AdamWConfig, GradientsParams, Optimizer};
 use burn::prelude::*;
 use rand::seq::SliceRandom;
@@ -34,9 +36,10 @@ use rl_rollout::{Completion, GenerateRequest, RolloutEngine, SamplingParams, Wei
 use rl_sampler::{
     BatcherConfig, DynamicBatcher, FilterConfig, FilterMetric, OnExhausted, RolloutGroup,
 };
-use rl_trainer::LocalEngine;
 use rl_trainer::data::PromptRenderer;
-use rlvr::demo::ArithmeticDemo;
+use rl_trainer::rollout::strip_end_tokens;
+use rl_trainer::tasks::ArithmeticDemo;
+use rl_trainer::{LocalEngine, Policy};
 
 type B = Autodiff<Flex>;
 
@@ -118,7 +121,7 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
         .collect::<Result<_, _>>()?;
 
     // --- The pieces ---------------------------------------------------------------------
-    let mut engine = LocalEngine::new(model.valid(), 0, 0, Some(tok.num_defined_ids()));
+    let mut engine = LocalEngine::new(model.generator(), 0, 0, Some(tok.num_defined_ids()));
     let verifier = demo.train.reward.verifier.build()?;
     let rewards = demo.train.reward_map();
     let mut batcher = DynamicBatcher::new(
@@ -185,11 +188,7 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
                 let mut rewards_g = Vec::new();
                 let mut correct_g = Vec::new();
                 for c in &samples {
-                    let body: &[u32] = match c.tokens.last() {
-                        Some(t) if end_ids.contains(t) => &c.tokens[..c.tokens.len() - 1],
-                        _ => &c.tokens,
-                    };
-                    let text = tok.decode(body, false)?;
+                    let text = tok.decode(strip_end_tokens(&c.tokens, &end_ids), false)?;
                     let outcome = verifier
                         .verify(&text, &data.train.prompts[i].answer)
                         .outcome;
@@ -234,15 +233,14 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
             .map(|(i, c)| [prompts[*i].as_slice(), &c.tokens].concat())
             .collect();
         let starts: Vec<usize> = items.iter().map(|(i, _)| prompts[*i].len() - 1).collect();
-        let old = model.valid().token_logprobs_from_host(&seqs, &starts)?;
+        let lengths: Vec<usize> = items.iter().map(|(_, c)| c.tokens.len()).collect();
+        let width = lengths.iter().copied().max().unwrap_or(1).max(1);
+        let old = model.logprobs_detached(&seqs, &starts, width, 1.0)?;
 
         // --- one update over the whole batch: log-probs of the response window, the loss
         //     with the batch's global token count, AdamW -------------------------------------
-        let lengths: Vec<usize> = items.iter().map(|(_, c)| c.tokens.len()).collect();
-        let width = lengths.iter().copied().max().unwrap_or(1).max(1);
-        let (ids, mask) = model.window_batch(&seqs, &starts, width)?;
         let logp = model
-            .token_logprobs_from(ids, Some(&mask), &starts, width, EntropyMode::None)?
+            .logprobs(&seqs, &starts, width, EntropyMode::None, 1.0)?
             .logprobs;
         let pad = |rows: Vec<Vec<f32>>| -> Tensor<B, 2> {
             let mut flat = Vec::with_capacity(rows.len() * width);
@@ -273,7 +271,10 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
         model = optim.step(o.lr, model, grads);
 
         // --- sync the new weights to the engine as version `step` ---------------------------
-        engine.update_weights(WeightsRef::InProcess(Box::new(model.valid())), step as u64)?;
+        engine.update_weights(
+            WeightsRef::InProcess(Box::new(model.generator())),
+            step as u64,
+        )?;
 
         let log = StepLog {
             step,

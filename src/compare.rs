@@ -238,7 +238,8 @@ pub fn run_all<B: AutodiffBackend>(
                 Some(data.eval.clone()),
                 device.clone(),
             )?;
-            t.run(|_| {})?;
+            let mut progress = crate::cli::progress::Progress::new(true);
+            t.run(|e| progress.on_event(e))?;
             std::fs::write(&marker, resolved).map_err(|e| TrainerError::io(&marker, e))?;
         }
     }
@@ -254,7 +255,8 @@ pub fn is_complete(spec: &CompareSpec, demo: &ArithmeticDemo, algo: &str, seed: 
     std::fs::read_to_string(cfg.out_dir.join(COMPLETE)).is_ok_and(|done| done == cfg.to_toml())
 }
 
-fn mean_std(xs: &[f64]) -> (f64, f64) {
+/// Mean and sample (Bessel, n − 1) standard deviation over seeds; NaN for none, s.d. 0 for one.
+fn mean_sample_std(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
     if xs.is_empty() {
         return (f64::NAN, f64::NAN);
@@ -270,7 +272,7 @@ fn mean_std(xs: &[f64]) -> (f64, f64) {
 
 /// "mean ± std" over seeds; a single value is shown alone (no spread to report).
 fn fmt_ms(xs: &[f64]) -> String {
-    let (m, s) = mean_std(xs);
+    let (m, s) = mean_sample_std(xs);
     match xs.len() {
         0 => "n/a".into(),
         1 => format!("{m:.3}"),
@@ -415,7 +417,7 @@ pub fn report(
             .filter_map(|m| evals(m).last().map(|e| (e.0, e.2)))
             .collect();
         let steps: Vec<f64> = last.iter().map(|e| e.0 as f64).collect();
-        let mut row = format!("| {algo} | {:.0} | ", mean_std(&steps).0);
+        let mut row = format!("| {algo} | {:.0} | ", mean_sample_std(&steps).0);
         for t in &tiers {
             let xs: Vec<f64> = last
                 .iter()
@@ -560,8 +562,8 @@ pub fn report(
             for i in 0..n {
                 let xs: Vec<f64> = curves.iter().map(|c| c[i].0).collect();
                 let ys: Vec<f64> = curves.iter().map(|c| c[i].1).collect();
-                let (mx, _) = mean_std(&xs);
-                let (my, sy) = mean_std(&ys);
+                let (mx, _) = mean_sample_std(&xs);
+                let (my, sy) = mean_sample_std(&ys);
                 pts.push((mx, my));
                 band.push((mx, my - sy, my + sy));
             }

@@ -24,7 +24,8 @@ pub use rl_verifier as verifier;
 pub mod backend;
 pub mod cli;
 pub mod compare;
-pub mod demo;
+/// The embedded arithmetic run, which lives in `rl_trainer::tasks::demo`.
+pub use rl_trainer::tasks::demo;
 pub mod mixing;
 pub mod plot;
 pub mod report;

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
+pub use rl_advantage::theory::unfiltered_advantage;
+use rl_advantage::theory::{correct_survival, group_survival, wrong_survival};
 use rl_advantage::{GroupId, Sample, compute_batch};
 use rl_trainer::config::ProbeSection;
 use rl_trainer::probe::{ProbeRecord, read_probe};
@@ -631,27 +633,8 @@ impl TheoremBin {
     }
 }
 
-/// The binomial probability C(n, k) p^k (1−p)^(n−k).
-fn binom(n: usize, k: usize, p: f64) -> f64 {
-    let mut c = 1.0;
-    for i in 0..k {
-        c = c * (n - i) as f64 / (i + 1) as f64;
-    }
-    c * p.powi(k as i32) * (1.0 - p).powi((n - k) as i32)
-}
-
-/// Unfiltered expectations E[Â | correct] and E[Â | wrong] at pass rate p, by exact binomial
-/// enumeration over the number k of correct responses in the group, where `adv(k)` gives the
-/// advantages (correct, wrong) of a group with k correct of G (the run's estimator).
-pub fn unfiltered_advantage(g: usize, p: f64, adv: &dyn Fn(usize) -> (f64, f64)) -> (f64, f64) {
-    // A correct response's group has k − 1 correct among the other G − 1; a wrong one's, k.
-    let correct = (1..=g).map(|k| binom(g - 1, k - 1, p) * adv(k).0).sum();
-    let wrong = (0..g).map(|k| binom(g - 1, k, p) * adv(k).1).sum();
-    (correct, wrong)
-}
-
 /// Bins probe records by estimated pass rate and compares them with Theorem 3.1. `adv(k)` as in
-/// [`unfiltered_advantage`].
+/// [`unfiltered_advantage`] (Theorem 3.1's maths: `rl_advantage::theory`).
 pub fn theorem_bins(
     records: &[ProbeRecord],
     edges: &[f64],
@@ -685,12 +668,11 @@ pub fn theorem_bins(
             let g = r.correct.len();
             let p = r.pass_rate();
             p_sum += p;
-            let gi = g as i32;
-            pred_g += 1.0 - p.powi(gi) - (1.0 - p).powi(gi);
+            pred_g += group_survival(p, g);
             pc += p;
-            pc_s += p * (1.0 - p.powi(gi - 1));
+            pc_s += p * correct_survival(p, g);
             pw += 1.0 - p;
-            pw_s += (1.0 - p) * (1.0 - (1.0 - p).powi(gi - 1));
+            pw_s += (1.0 - p) * wrong_survival(p, g);
             let (ec, ew) = unfiltered_advantage(g, p, adv);
             exp_c += p * ec;
             exp_w += (1.0 - p) * ew;
@@ -863,7 +845,6 @@ fn theorem_section(
         "\nGroup survival is shown ± its binomial standard error. The plot shows bins with at least {MIN_PLOTTED} groups (measured group survival with a ±2 s.e. band); the table shows every bin."
     );
     // Plot: survival and α± against p, measured per bin and Theorem 3.1's curves.
-    let gi = g as i32;
     let grid: Vec<f64> = (1..100).map(|i| i as f64 / 100.0).collect();
     let curve = |f: &dyn Fn(f64) -> f64| grid.iter().map(|&p| (p, f(p))).collect::<Vec<_>>();
     let plotted: Vec<&TheoremBin> = bins.iter().filter(|b| b.groups >= MIN_PLOTTED).collect();
@@ -889,31 +870,34 @@ fn theorem_section(
     .with_series(Series::new("groups, measured", measured(&|b| b.group_survival.0)).with_band(band))
     .with_series(Series::new(
         "1 − p^G − (1−p)^G",
-        curve(&|p| 1.0 - p.powi(gi) - (1.0 - p).powi(gi)),
+        curve(&|p| group_survival(p, g)),
     ))
     .with_series(Series::new(
         "correct, measured",
         measured(&|b| b.correct_survival.0),
     ))
-    .with_series(Series::new("1 − p^(G−1)", curve(&|p| 1.0 - p.powi(gi - 1))))
+    .with_series(Series::new(
+        "1 − p^(G−1)",
+        curve(&|p| correct_survival(p, g)),
+    ))
     .with_series(Series::new(
         "wrong, measured",
         measured(&|b| b.wrong_survival.0),
     ))
     .with_series(Series::new(
         "1 − (1−p)^(G−1)",
-        curve(&|p| 1.0 - (1.0 - p).powi(gi - 1)),
+        curve(&|p| wrong_survival(p, g)),
     ));
     let alphas = Panel::new("advantage amplification in training", "pass rate p", "α")
         .with_series(Series::new("α+ measured", measured(&|b| b.alpha_plus())))
         .with_series(Series::new(
             "α+ = 1/(1 − p^(G−1))",
-            curve(&|p| 1.0 / (1.0 - p.powi(gi - 1))),
+            curve(&|p| 1.0 / correct_survival(p, g)),
         ))
         .with_series(Series::new("α− measured", measured(&|b| b.alpha_minus())))
         .with_series(Series::new(
             "α− = 1/(1 − (1−p)^(G−1))",
-            curve(&|p| 1.0 / (1.0 - (1.0 - p).powi(gi - 1))),
+            curve(&|p| 1.0 / wrong_survival(p, g)),
         ))
         .with_y_range(0.8, 4.0);
     draw(image, &[survival, alphas], 2)?;

@@ -12,6 +12,7 @@ pub mod export_gguf;
 pub mod generate;
 pub mod mix;
 pub mod orchestrator;
+pub mod progress;
 pub mod score;
 pub mod study;
 pub mod theory;

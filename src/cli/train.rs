@@ -11,6 +11,7 @@ use rl_trainer::data::Dataset;
 use rl_trainer::distributed::{Topology, Worker, WorkerConfig};
 use rl_trainer::{EvalReport, TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics};
 
+use super::progress::Progress;
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
 use crate::backend::{BackendJob, BackendKind, run_on};
 use crate::demo::ArithmeticDemo;
@@ -191,10 +192,11 @@ pub fn run(args: TrainArgs, io: &mut Io<'_>) -> i32 {
 /// `model.path`, else [`TrainConfig::default`] (DAPO-scale lengths and the Qwen chat template).
 fn base_for(path: &std::path::Path, demo: &ArithmeticDemo) -> Result<TrainConfig, TrainerError> {
     let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
-    let table: toml::Table = toml::from_str(&text).map_err(|e| TrainerError::Config {
-        field: "<toml>".into(),
-        message: e.to_string(),
-    })?;
+    // A file that does not parse gets the embedded base: reading it again reports the syntax
+    // error at its line and column (`TrainConfig::from_toml_file`).
+    let Ok(table) = toml::from_str::<toml::Table>(&text) else {
+        return Ok(demo.train.clone());
+    };
     let real = table.get("model").and_then(|m| m.get("path")).is_some();
     Ok(if real {
         TrainConfig::default()
@@ -362,7 +364,8 @@ pub fn run_embedded<B: AutodiffBackend>(
     };
     let mut trainer = join(trainer, worker, &dev)?;
     let t1 = Instant::now();
-    trainer.run(|_| {})?;
+    let mut progress = Progress::new(leader);
+    trainer.run(|e| progress.on_event(e))?;
     say!("RL done in {:.0}s", t1.elapsed().as_secs_f64());
     finish(trainer, leader)
 }
@@ -417,7 +420,8 @@ pub fn run_checkpoint<B: AutodiffBackend>(
         }
     };
     let mut trainer = join(trainer, worker, &dev)?;
-    trainer.run(|_| {})?;
+    let mut progress = Progress::new(leader);
+    trainer.run(|e| progress.on_event(e))?;
     finish(trainer, leader)
 }
 
@@ -430,7 +434,7 @@ fn join<B: AutodiffBackend>(
     match worker {
         Some(cfg) => {
             let w = Worker::<B::InnerBackend>::join(cfg, device)?;
-            trainer.with_worker(w)
+            trainer.with_collective(Box::new(w))
         }
         None => Ok(trainer),
     }
@@ -441,9 +445,7 @@ fn finish<B: AutodiffBackend>(
     mut trainer: Trainer<B, Qwen3<B>>,
     leader: bool,
 ) -> Result<(), TrainerError> {
-    if let Some(w) = trainer.take_worker() {
-        w.leave()?;
-    }
+    trainer.take_parallel().leave()?;
     if leader {
         report(trainer.config())
     } else {

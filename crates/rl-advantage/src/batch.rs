@@ -116,14 +116,14 @@ pub fn compute_batch(
                 expected: "a finite number >= 0",
             });
         }
-        let (m, s) = mean_std(&advantages);
+        let (m, s) = batch_mean_population_std(&advantages);
         for a in &mut advantages {
             *a = (*a - m) / (s + w.eps);
         }
     }
     stats.amplified = amplified.iter().filter(|&&a| a).count();
     stats.nonzero = advantages.iter().filter(|&&a| a != 0.0).count();
-    let (m, s) = mean_std(&advantages);
+    let (m, s) = batch_mean_population_std(&advantages);
     stats.mean = m;
     stats.std = s;
     stats.min = advantages.iter().copied().fold(f64::INFINITY, f64::min);
@@ -139,7 +139,9 @@ pub fn compute_batch(
     })
 }
 
-fn mean_std(xs: &[f64]) -> (f64, f64) {
+/// Mean and population standard deviation of a batch's advantages; (0, 0) for an empty batch
+/// (a step's metrics stay finite).
+fn batch_mean_population_std(xs: &[f64]) -> (f64, f64) {
     if xs.is_empty() {
         return (0.0, 0.0);
     }

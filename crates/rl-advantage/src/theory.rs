@@ -47,6 +47,52 @@ pub fn gamma(p: f64, group_size: usize) -> f64 {
     one_minus_pow(1.0 - p, n) / one_minus_pow(p, n)
 }
 
+/// Probability that a group of G responses at success rate p survives dynamic sampling (is
+/// mixed): 1 − p^G − (1−p)^G.
+pub fn group_survival(p: f64, group_size: usize) -> f64 {
+    let g = group_size as i32;
+    1.0 - p.powi(g) - (1.0 - p).powi(g)
+}
+
+/// Probability that a correct response's group survives: not all of the other G−1 responses
+/// are correct, 1 − p^(G−1) (= 1/α+).
+pub fn correct_survival(p: f64, group_size: usize) -> f64 {
+    1.0 - p.powi(group_size as i32 - 1)
+}
+
+/// Probability that a wrong response's group survives: not all of the other G−1 responses are
+/// wrong, 1 − (1−p)^(G−1) (= 1/α−).
+pub fn wrong_survival(p: f64, group_size: usize) -> f64 {
+    1.0 - (1.0 - p).powi(group_size as i32 - 1)
+}
+
+/// The binomial probability C(n, k) p^k (1−p)^(n−k).
+pub fn binomial_pmf(n: usize, k: usize, p: f64) -> f64 {
+    let mut c = 1.0;
+    for i in 0..k {
+        c = c * (n - i) as f64 / (i + 1) as f64;
+    }
+    c * p.powi(k as i32) * (1.0 - p).powi((n - k) as i32)
+}
+
+/// Unfiltered expectations E[Â | correct] and E[Â | wrong] at pass rate p for groups of G, by
+/// exact binomial enumeration over the number k of correct responses in the group, where
+/// `adv(k)` gives the advantages (correct, wrong) of a group with k correct of G (any
+/// estimator). The measured amplification of a run is its kept mean over these.
+pub fn unfiltered_advantage(
+    group_size: usize,
+    p: f64,
+    adv: &dyn Fn(usize) -> (f64, f64),
+) -> (f64, f64) {
+    let g = group_size;
+    // A correct response's group has k − 1 correct among the other G − 1; a wrong one's, k.
+    let correct = (1..=g)
+        .map(|k| binomial_pmf(g - 1, k - 1, p) * adv(k).0)
+        .sum();
+    let wrong = (0..g).map(|k| binomial_pmf(g - 1, k, p) * adv(k).1).sum();
+    (correct, wrong)
+}
+
 /// The closed form at one (p, G).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Amplification {

@@ -18,7 +18,7 @@ use crate::env::{LmEnv, TrainConfig};
 use crate::error::{DatamixError, Result};
 use crate::lm::LmConfig;
 use crate::scheduler::SchedulerConfig;
-use crate::stats::mean_std;
+use crate::stats::mean_population_std;
 
 /// A method: a name and its scheduler (by default the scheduler of that name).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -464,19 +464,19 @@ pub fn summarize(cfg: &ExperimentConfig, corpus: &Corpus, runs: &[RunOutput]) ->
         let curve: Vec<(usize, f64, f64)> = (0..n_eval)
             .map(|e| {
                 let v: Vec<f64> = rs.iter().map(|r| r.evals[e].target_loss as f64).collect();
-                let (mu, sd) = mean_std(&v);
+                let (mu, sd) = mean_population_std(&v);
                 (rs[0].evals[e].step, mu, sd)
             })
             .collect();
         let last = |r: &RunOutput| r.evals[n_eval - 1].clone();
-        let final_target = mean_std(
+        let final_target = mean_population_std(
             &rs.iter()
                 .map(|r| last(r).target_loss as f64)
                 .collect::<Vec<_>>(),
         );
         let final_domain = (0..k)
             .map(|i| {
-                mean_std(
+                mean_population_std(
                     &rs.iter()
                         .map(|r| last(r).domain_loss[i] as f64)
                         .collect::<Vec<_>>(),

@@ -63,8 +63,8 @@ impl RunningMeanStd {
     }
 }
 
-/// Mean and (population) standard deviation of a sample.
-pub fn mean_std(x: &[f64]) -> (f64, f64) {
+/// Mean and population standard deviation (divide by n) of a sample; NaN for an empty one.
+pub fn mean_population_std(x: &[f64]) -> (f64, f64) {
     if x.is_empty() {
         return (f64::NAN, f64::NAN);
     }
@@ -109,7 +109,7 @@ mod tests {
     fn zn_gives_mean_zero_std_one_and_clips() {
         let x = [1.0f32, 2.0, 3.0, 4.0, 10.0];
         let z = zscore_clip(&x, 100.0);
-        let (m, s) = mean_std(&z.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        let (m, s) = mean_population_std(&z.iter().map(|&v| v as f64).collect::<Vec<_>>());
         assert!(m.abs() < 1e-6, "mean {m}");
         assert!((s - 1.0).abs() < 1e-6, "std {s}");
         // Hand-computed: mean 4, population variance (9+4+1+0+36)/5 = 10, so the last entry is
@@ -129,7 +129,7 @@ mod tests {
         let xs = [3.0, -1.0, 4.0, 1.0, 5.0, 9.0, 2.0];
         let mut r = RunningMeanStd::default();
         xs.iter().for_each(|&x| r.push(x));
-        let (m, s) = mean_std(&xs);
+        let (m, s) = mean_population_std(&xs);
         assert!((r.mean - m).abs() < 1e-12 && (r.std() - s).abs() < 1e-12);
         assert!((r.normalize(9.0) - (9.0 - m) / s).abs() < 1e-12);
     }
@@ -138,7 +138,7 @@ mod tests {
     fn normal_and_categorical_draws_have_the_right_moments() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let xs: Vec<f64> = (0..20_000).map(|_| standard_normal(&mut rng)).collect();
-        let (m, s) = mean_std(&xs);
+        let (m, s) = mean_population_std(&xs);
         // Standard error of the mean is 1/sqrt(20000) = 0.007.
         assert!(m.abs() < 0.03 && (s - 1.0).abs() < 0.03, "{m} {s}");
         let p = [0.1f32, 0.0, 0.6, 0.3];

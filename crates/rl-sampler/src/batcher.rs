@@ -218,6 +218,7 @@ impl<T> DynamicBatcher<T> {
                         seen: r.groups_seen,
                         all_correct: r.zero_spread_all_correct,
                         all_wrong: r.zero_spread_all_wrong,
+                        on_exhausted: self.config.on_exhausted,
                     };
                     self.reset();
                     Err(err)

@@ -35,7 +35,8 @@ pub enum SamplerError {
     #[error(
         "dynamic sampling kept {kept} of the {needed} groups needed after {rounds} generation rounds \
          (max_gen_rounds = {rounds}); {seen} groups seen, {all_correct} all-correct and {all_wrong} \
-         all-wrong. Raise max_gen_rounds, sample more prompts per round, or set on_exhausted = \"train_on_kept\""
+         all-wrong. {}",
+        exhausted_advice(*on_exhausted, *kept)
     )]
     Exhausted {
         /// Rounds used.
@@ -50,5 +51,21 @@ pub enum SamplerError {
         all_correct: usize,
         /// Zero-spread groups that were all wrong.
         all_wrong: usize,
+        /// The policy in force (the advice depends on it).
+        on_exhausted: crate::OnExhausted,
     },
+}
+
+/// What to change when rounds run out: `train_on_kept` only helps when some group was kept.
+fn exhausted_advice(on_exhausted: crate::OnExhausted, kept: usize) -> &'static str {
+    match (on_exhausted, kept) {
+        (crate::OnExhausted::Error, 1..) => {
+            "Raise max_gen_rounds, sample more prompts per round, or set on_exhausted = \"train_on_kept\""
+        }
+        _ => {
+            "No group had both correct and wrong responses: raise max_gen_rounds or sample more \
+             prompts per round, or start from a policy whose pass rates are neither 0 nor 1 \
+             (a longer warm-start, easier prompts)"
+        }
+    }
 }

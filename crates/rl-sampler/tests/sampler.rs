@@ -147,6 +147,7 @@ fn batcher_round_limit_errors_or_trains_on_kept() {
             seen: 3,
             all_correct: 1,
             all_wrong: 1,
+            ..
         }) => {}
         other => panic!("{other:?}"),
     }
@@ -214,4 +215,32 @@ fn difficulty_tracker_ema_and_histogram() {
     let json = serde_json::to_string(&t).unwrap();
     assert_eq!(serde_json::from_str::<DifficultyTracker>(&json).unwrap(), t);
     assert!(DifficultyTracker::new(1.0).is_err());
+}
+
+/// The error's advice fits the configuration: with `on_exhausted = "train_on_kept"` and no group
+/// kept at all (two rounds of uniform groups), it does not tell the user to set
+/// `train_on_kept`; with `error` and one group kept, it does.
+#[test]
+fn exhausted_advice_fits_the_configuration() {
+    let batcher = |on_exhausted| {
+        let f = FilterConfig::from_name("dynamic_sampling")
+            .unwrap()
+            .build()
+            .unwrap();
+        let cfg = BatcherConfig {
+            target_groups: 4,
+            max_gen_rounds: 2,
+            on_exhausted,
+        };
+        DynamicBatcher::new(cfg, f).unwrap()
+    };
+    let mut b = batcher(OnExhausted::TrainOnKept);
+    assert!(b.push_round(vec![g(1, &ALL_F)]).unwrap().is_none());
+    let e = b.push_round(vec![g(2, &ALL_T)]).unwrap_err().to_string();
+    assert!(e.contains("kept 0 of the 4"), "{e}");
+    assert!(!e.contains("train_on_kept"), "{e}");
+    let mut b = batcher(OnExhausted::Error);
+    assert!(b.push_round(vec![g(1, &MIXED)]).unwrap().is_none());
+    let e = b.push_round(vec![g(2, &ALL_T)]).unwrap_err().to_string();
+    assert!(e.contains("on_exhausted = \"train_on_kept\""), "{e}");
 }

@@ -1,15 +1,7 @@
-//! Data-parallel workers joined by burn's collective operations (`burn-collective` 0.21).
-//!
-//! N workers each hold a replica of the policy and optimizer and their share of a batch. What a
-//! single worker would compute from the whole batch is recovered exactly from sums of numerators
-//! and counts ([`Worker::sum`]), never from means of per-worker means:
-//!
-//! - the loss normalisers (global valid tokens for token-mean, global sequences for the
-//!   seq-mean modes) are summed before the loss is formed, so each worker's loss is its share
-//!   of the global loss and the gradients add up ([`Worker::all_reduce_grads`]);
-//! - clipping then sees the global gradient, and the replicated AdamW states stay identical;
-//! - loss diagnostics ([`LossMetrics`]) are sums and counts, summed the same way (maxima are
-//!   gathered).
+//! Data-parallel workers joined by burn's collective operations (`burn-collective` 0.21): the
+//! [`Collective`] transport of [`crate::parallel::DataParallel`] across threads, processes and
+//! machines (cargo feature `distributed`). What is exchanged, and why the sums are exact, is
+//! documented in [`crate::parallel`].
 //!
 //! Every collective call runs on a helper thread and is bounded by `timeout`: a worker that
 //! died or stalls makes the others fail with [`TrainerError::Distributed`] instead of hanging.
@@ -23,16 +15,13 @@ use std::marker::PhantomData;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::time::Duration;
 
-use burn::module::{AutodiffModule, ModuleVisitor, Param};
-use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::TensorPrimitive;
-use burn::tensor::backend::AutodiffBackend;
 use burn_collective::{CollectiveConfig, PeerId, ReduceOperation};
-use rl_loss::{IsStats, LossMetrics};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
+use crate::parallel::Collective;
 
 /// How the workers reach each other.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -375,101 +364,6 @@ impl<B: Backend> Worker<B> {
             .collect())
     }
 
-    /// The global sums (and maxima) of every worker's loss diagnostics.
-    pub fn sum_loss_metrics(&self, m: &LossMetrics) -> Result<LossMetrics, TrainerError> {
-        let all = self.all_gather(
-            "summing loss metrics",
-            &[
-                m.tokens as f64,
-                m.sequences as f64,
-                m.ratio_sum,
-                m.ratio_max,
-                m.clipped_upper as f64,
-                m.clipped_lower as f64,
-                m.dual_clipped as f64,
-                m.approx_kl_sum,
-                m.entropy_sum,
-                m.kl_sum,
-                m.policy_loss,
-                m.kl_loss,
-                m.entropy_loss,
-                m.loss,
-            ],
-        )?;
-        let mut out = LossMetrics::default();
-        for v in &all {
-            out.merge(&LossMetrics {
-                tokens: v[0] as usize,
-                sequences: v[1] as usize,
-                ratio_sum: v[2],
-                ratio_max: v[3],
-                clipped_upper: v[4] as usize,
-                clipped_lower: v[5] as usize,
-                dual_clipped: v[6] as usize,
-                approx_kl_sum: v[7],
-                entropy_sum: v[8],
-                kl_sum: v[9],
-                policy_loss: v[10],
-                kl_loss: v[11],
-                entropy_loss: v[12],
-                loss: v[13],
-            });
-        }
-        Ok(out)
-    }
-
-    /// The global sums (and maximum) of every worker's importance-sampling statistics.
-    pub fn sum_is_stats(&self, st: &IsStats) -> Result<IsStats, TrainerError> {
-        let all = self.all_gather(
-            "summing importance-sampling statistics",
-            &[
-                st.tokens as f64,
-                st.abs_diff_sum,
-                st.abs_diff_max,
-                st.truncated as f64,
-                st.masked as f64,
-            ],
-        )?;
-        let mut out = IsStats::default();
-        for v in all {
-            out.merge(&IsStats {
-                tokens: v[0] as usize,
-                abs_diff_sum: v[1],
-                abs_diff_max: v[2],
-                truncated: v[3] as usize,
-                masked: v[4] as usize,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Sums every parameter's gradient over the workers, in the model's structural order (not
-    /// by parameter id: replicas loaded separately have different ids). A parameter without a
-    /// gradient on this worker contributes zeros, so every worker makes the same calls.
-    pub fn all_reduce_grads<AB, M>(
-        &self,
-        model: &M,
-        grads: GradientsParams,
-    ) -> Result<GradientsParams, TrainerError>
-    where
-        AB: AutodiffBackend<InnerBackend = B>,
-        M: AutodiffModule<AB>,
-    {
-        if self.cfg.world_size == 1 {
-            return Ok(grads);
-        }
-        let mut v = ReduceGrads::<AB> {
-            worker: self,
-            grads,
-            error: None,
-        };
-        model.visit(&mut v);
-        match v.error {
-            Some(e) => Err(e),
-            None => Ok(v.grads),
-        }
-    }
-
     /// Leaves the collective (every worker calls it at the end).
     pub fn leave(self) -> Result<(), TrainerError> {
         let peer = self.peer;
@@ -479,25 +373,36 @@ impl<B: Backend> Worker<B> {
     }
 }
 
-struct ReduceGrads<'a, AB: AutodiffBackend> {
-    worker: &'a Worker<AB::InnerBackend>,
-    grads: GradientsParams,
-    error: Option<TrainerError>,
-}
+impl<B: Backend> Collective<B> for Worker<B> {
+    fn rank(&self) -> usize {
+        Worker::rank(self)
+    }
 
-impl<AB: AutodiffBackend> ModuleVisitor<AB> for ReduceGrads<'_, AB> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<AB, D>>) {
-        if self.error.is_some() {
-            return;
+    fn world_size(&self) -> usize {
+        Worker::world_size(self)
+    }
+
+    fn all_gather(&self, what: &str, values: &[f64]) -> Result<Vec<Vec<f64>>, TrainerError> {
+        Worker::all_gather(self, what, values)
+    }
+
+    fn all_gather_bytes(&self, what: &str, bytes: &[u8]) -> Result<Vec<Vec<u8>>, TrainerError> {
+        Worker::all_gather_bytes(self, what, bytes)
+    }
+
+    fn all_reduce_sum_primitive(
+        &self,
+        what: &str,
+        tensor: B::FloatTensorPrimitive,
+    ) -> Result<B::FloatTensorPrimitive, TrainerError> {
+        if self.cfg.world_size == 1 {
+            return Ok(tensor);
         }
-        let g = self
-            .grads
-            .remove::<AB::InnerBackend, D>(param.id)
-            .unwrap_or_else(|| param.val().inner().zeros_like());
-        match self.worker.all_reduce_sum("summing gradients", g) {
-            Ok(sum) => self.grads.register(param.id, sum),
-            Err(e) => self.error = Some(e),
-        }
+        self.all_reduce_primitive(what, tensor)
+    }
+
+    fn leave(self: Box<Self>) -> Result<(), TrainerError> {
+        Worker::leave(*self)
     }
 }
 

@@ -11,6 +11,20 @@ pub enum TrainerError {
         /// What is wrong and what is accepted.
         message: String,
     },
+    /// A bad configuration value located in its file (TOML).
+    #[error("{file}:{line}:{column}: config field `{field}`: {message}")]
+    ConfigAt {
+        /// The file (`<config>` for a string).
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (characters).
+        column: usize,
+        /// Dotted field path.
+        field: String,
+        /// What is wrong and what is accepted.
+        message: String,
+    },
     /// A bad line or record in a data file.
     #[error("{path}: record {record}: {message}")]
     Data {
@@ -72,9 +86,15 @@ pub enum TrainerError {
         /// What does not fit.
         message: String,
     },
-    /// The generator returned something other than what was asked for.
-    #[error("generator: {message}")]
-    Generator {
+    /// An inference server the trainer starts could not be launched.
+    #[error("engine launch: {message}")]
+    EngineLaunch {
+        /// What failed.
+        message: String,
+    },
+    /// The rollout engine answered with something other than what was asked for.
+    #[error("engine reply: {message}")]
+    EngineReply {
         /// What was wrong.
         message: String,
     },

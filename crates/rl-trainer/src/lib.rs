@@ -25,33 +25,41 @@
 //!    safetensors weights, optimizer moments, RNG, data cursor, keep-rate counts) from which
 //!    `resume` continues bit-for-bit.
 //!
+//! Each phase is one file of [`trainer`] (the table there). Data parallelism is one interface,
+//! [`DataParallel`], that every phase calls; a single process is its world of one, and
+//! burn-collective's workers ([`distributed`]) come with the default cargo feature
+//! `distributed`. The library prints nothing: [`Trainer::run`] reports [`RunEvent`]s.
+//!
 //! Algorithms are presets ([`TrainConfig::apply_preset`]) over one configuration, overridable
 //! field by field in TOML.
 
 pub mod config;
 pub mod data;
+#[cfg(feature = "distributed")]
 pub mod distributed;
 pub mod engine;
 mod error;
 pub mod eval;
 pub mod metrics;
 pub mod optim;
+pub mod parallel;
 pub mod policy;
 pub mod probe;
 pub mod rollout;
 pub mod sft;
 pub mod tasks;
-mod trainer;
+pub mod trainer;
 pub mod update;
 
 pub use config::{ALGORITHMS, TrainConfig};
-pub use engine::{EngineHandle, EngineWorker, Generator, LocalEngine};
+pub use engine::{EngineHandle, EngineThread, Generator, LocalEngine};
 pub use error::TrainerError;
 pub use eval::{EvalReport, TierEval};
 pub use metrics::{StepMetrics, read_metrics};
+pub use parallel::{Collective, DataParallel, SingleProcess};
 pub use policy::Policy;
 pub use sft::{SftConfig, supervised_warm_start};
 pub use trainer::{
-    ImportanceWeights, SubmittedRound, Trainer, TrainerState, config_diff, end_token_ids,
+    ImportanceWeights, RunEvent, SubmittedRound, Trainer, TrainerState, config_diff, end_token_ids,
     latest_checkpoint,
 };

@@ -7,8 +7,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use rl_advantage::BatchAdvantages;
+use rl_loss::IsStats;
+use rl_rollout::staleness;
+use rl_sampler::RolloutGroup;
+
 use crate::TrainerError;
 use crate::eval::EvalReport;
+use crate::rollout::Rollout;
+use crate::trainer::{GenerationStats, UpdateStats};
 
 /// Metrics of one training step. Field names are stable: dashboards and `rlvr compare` read
 /// them. Means are over the responses (or tokens) of the step's training batch unless the name
@@ -153,6 +160,134 @@ pub const TIMING_FIELDS: [&str; 7] = [
     "time_sync_s",
     "time_step_s",
 ];
+
+/// Seconds spent in each phase of a step.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseTimes {
+    /// Generating, scoring and filtering.
+    pub rollout_s: f64,
+    /// π_old and reference log-probs.
+    pub logprobs_s: f64,
+    /// The updates.
+    pub train_s: f64,
+    /// The weight sync.
+    pub sync_s: f64,
+    /// The whole step.
+    pub step_s: f64,
+}
+
+/// Everything a step's phases produced that its [`StepMetrics`] are computed from.
+pub struct StepRecord<'a> {
+    /// 1-based step.
+    pub step: usize,
+    /// Learning rate used.
+    pub lr: f64,
+    /// The weight version trained (optimizer steps before this one).
+    pub weight_version: u64,
+    /// Responses generated since the start of the run, this step's included.
+    pub rollouts_total: u64,
+    /// Sums over every response the step generated.
+    pub generation: &'a GenerationStats,
+    /// The kept groups trained on.
+    pub groups: &'a [RolloutGroup<Rollout>],
+    /// Their advantages and advantage statistics.
+    pub advantages: &'a BatchAdvantages,
+    /// Importance-sampling statistics over the trained tokens.
+    pub is: &'a IsStats,
+    /// What the updates did.
+    pub update: &'a UpdateStats,
+    /// Seconds per phase.
+    pub times: PhaseTimes,
+}
+
+/// The metrics phase: every field of a step's [`StepMetrics`] from the outputs of the other
+/// phases (the evaluation, when one runs, is added by [`crate::Trainer::run`]).
+pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
+    let rollout = r.generation;
+    let per_response = |x: usize| x as f64 / rollout.generated.max(1) as f64;
+    let rep = rollout.report;
+    let items: Vec<&Rollout> = r.groups.iter().flat_map(|g| g.items.iter()).collect();
+    let mut kept_hist = [0usize; 5];
+    for g in r.groups {
+        kept_hist[pass_rate_bin(g.pass_rate())] += 1;
+    }
+    let lags: Vec<u64> = items
+        .iter()
+        .map(|it| staleness(r.weight_version, it.version))
+        .collect();
+    let (adv, is, update, t) = (&r.advantages.stats, r.is, r.update, r.times);
+    let l = &update.loss;
+    let u = update.applied.max(1) as f64;
+    StepMetrics {
+        step: r.step,
+        lr: r.lr,
+        reward_mean: rollout.reward_sum / rollout.generated.max(1) as f64,
+        acc: per_response(rollout.correct),
+        acc_by_tier: rollout
+            .tiers
+            .iter()
+            .map(|(k, &(c, n))| (k.clone(), c as f64 / n.max(1) as f64))
+            .collect(),
+        pass_rate_hist: rollout.pass_rate_hist,
+        kept_pass_rate_hist: kept_hist,
+        kept_all_correct: r.groups.iter().filter(|g| g.pass_rate() == 1.0).count(),
+        kept_all_wrong: r.groups.iter().filter(|g| g.pass_rate() == 0.0).count(),
+        gen_rounds: rep.rounds,
+        groups_seen: rep.groups_seen,
+        groups_kept: rep.groups_kept,
+        groups_used: rep.groups_used,
+        surplus_dropped: rep.surplus_dropped,
+        frac_all_correct: rep.frac_all_correct(),
+        frac_all_wrong: rep.frac_all_wrong(),
+        responses_generated: rollout.generated,
+        rollouts_total: r.rollouts_total,
+        frac_amplified: adv.amplified as f64 / items.len().max(1) as f64,
+        adv_mean: adv.mean,
+        adv_std: adv.std,
+        adv_min: adv.min,
+        adv_max: adv.max,
+        loss: l.loss / u,
+        pg_loss: l.policy_loss / u,
+        kl_loss: l.kl_loss / u,
+        entropy: l.entropy(),
+        clip_frac_upper: l.clip_frac_upper(),
+        clip_frac_lower: l.clip_frac_lower(),
+        dual_clip_frac: l.dual_clip_frac(),
+        ratio_mean: l.ratio_mean(),
+        ratio_max: l.ratio_max,
+        approx_kl: l.approx_kl(),
+        kl_ref: l.kl(),
+        grad_norm: update.grad_norm_sum / u,
+        response_len_mean: items.iter().map(|it| it.response.len()).sum::<usize>() as f64
+            / items.len().max(1) as f64,
+        response_len_max: items.iter().map(|it| it.response.len()).max().unwrap_or(0),
+        truncation_rate: per_response(rollout.truncated),
+        logprob_mismatch: is.abs_diff_mean(),
+        logprob_mismatch_max: is.abs_diff_max,
+        is_frac_truncated: is.frac_truncated(),
+        is_frac_masked: is.frac_masked(),
+        weight_version: r.weight_version,
+        staleness_max: lags.iter().copied().max().unwrap_or(0),
+        staleness_mean: lags.iter().sum::<u64>() as f64 / lags.len().max(1) as f64,
+        stale_groups_dropped: rollout.dropped.groups,
+        outcomes: rollout
+            .outcomes
+            .as_pairs()
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        rollout_tokens_per_s: rollout.gen_tokens as f64 / t.rollout_s.max(1e-9),
+        train_tokens_per_s: update.trained_tokens as f64 / t.train_s.max(1e-9),
+        time_rollout_s: t.rollout_s,
+        time_logprobs_s: t.logprobs_s,
+        time_train_s: t.train_s,
+        time_sync_s: t.sync_s,
+        time_step_s: t.step_s,
+        updates: update.applied,
+        updates_skipped: update.skipped,
+        eval: None,
+    }
+}
 
 /// Bins a pass rate into [`StepMetrics::pass_rate_hist`]'s 5 bins.
 pub fn pass_rate_bin(p: f64) -> usize {

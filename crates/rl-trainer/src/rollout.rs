@@ -129,7 +129,7 @@ pub fn group_completions(
 ) -> Result<Vec<Vec<Completion>>, TrainerError> {
     let all: Vec<Completion> = replies.into_iter().flatten().collect();
     if all.len() != prompts * group_size {
-        return Err(TrainerError::Generator {
+        return Err(TrainerError::EngineReply {
             message: format!(
                 "{} completions for {prompts} prompts x {group_size} samples",
                 all.len()
@@ -177,28 +177,28 @@ impl Scorer<'_> {
         })
     }
 
-    /// Scoring phase for a round: one [`RolloutGroup`] per prompt, numbered from `next_group`.
+    /// Scoring phase for a round: one [`RolloutGroup`] per prompt, its group id the prompt's
+    /// position in `prompts` (the trainer numbers groups across rounds and workers once they
+    /// are merged: [`crate::Trainer::collect_batch`]).
     pub fn score_round(
         &self,
         prompts: &[RoundPrompt<'_>],
         generations: Vec<Vec<Completion>>,
-        next_group: &mut u64,
         outcomes: &mut OutcomeCounts,
     ) -> Result<Vec<RolloutGroup<Rollout>>, TrainerError> {
         let mut groups = Vec::with_capacity(prompts.len());
-        for (p, gens) in prompts.iter().zip(generations) {
+        for (i, (p, gens)) in prompts.iter().zip(generations).enumerate() {
             let items = gens
                 .into_iter()
                 .map(|g| self.score(p, g, outcomes))
                 .collect::<Result<Vec<_>, _>>()?;
             groups.push(RolloutGroup {
-                group: GroupId(*next_group),
+                group: GroupId(i as u64),
                 prompt: p.index as u64,
                 rewards: items.iter().map(|r| r.reward).collect(),
                 correct: items.iter().map(|r| r.correct).collect(),
                 items,
             });
-            *next_group += 1;
         }
         Ok(groups)
     }

@@ -9,8 +9,8 @@ use rl_loss::{
 use rl_models::EntropyMode;
 
 use crate::TrainerError;
-use crate::distributed::Worker;
 use crate::optim::AdamWOptimizer;
+use crate::parallel::DataParallel;
 use crate::policy::Policy;
 
 /// One sequence of a training batch (host data).
@@ -188,64 +188,62 @@ pub struct UpdateOutcome<P> {
     pub applied: bool,
 }
 
-/// One optimizer update over a mini-batch: micro-batches of `micro` sequences are forwarded and
-/// back-propagated one at a time with the mini-batch's global counts, their gradients
-/// accumulated, then clipped and applied. A non-finite loss or gradient norm skips the update
-/// (see [`UpdateOutcome::applied`]); a sequence whose old or reference log-probs do not match
-/// its response length is an error. Log-probs are of softmax(logits / `temperature`).
-#[allow(clippy::too_many_arguments)]
+/// The settings one optimizer update runs with.
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateSettings<'a> {
+    /// Learning rate of this update.
+    pub lr: f64,
+    /// The policy loss, its aggregation and KL.
+    pub loss: &'a LossConfig,
+    /// Sequences forwarded and back-propagated at a time (`optim.micro_batch`).
+    pub micro_batch: usize,
+    /// Log-probs are of softmax(logits / `temperature`): the sampling temperature.
+    pub temperature: f32,
+}
+
+/// One optimizer update over a mini-batch: micro-batches of `settings.micro_batch` sequences
+/// are forwarded and back-propagated one at a time with the mini-batch's global counts, their
+/// gradients accumulated, then clipped and applied. A non-finite loss or gradient norm skips
+/// the update (see [`UpdateOutcome::applied`]); a sequence whose old or reference log-probs do
+/// not match its response length is an error.
 pub fn policy_update<B: AutodiffBackend, P: Policy<B>>(
     policy: P,
     optim: &mut AdamWOptimizer<B, P>,
-    lr: f64,
-    loss_cfg: &LossConfig,
+    settings: UpdateSettings<'_>,
     seqs: &[TrainSeq<'_>],
-    micro: usize,
-    temperature: f32,
     device: &B::Device,
 ) -> Result<UpdateOutcome<P>, TrainerError> {
     policy_update_sharded(
         policy,
         optim,
-        lr,
-        loss_cfg,
+        settings,
         seqs,
-        micro,
-        temperature,
         device,
-        None,
+        &DataParallel::single(),
     )
 }
 
-/// [`policy_update`] where `seqs` is `worker`'s share of a mini-batch split over data-parallel
-/// workers (`None`: the whole mini-batch). The token and sequence counts are summed over the
-/// workers before any loss is formed, so each worker's loss is its share of the global loss;
-/// the gradients are then summed over the workers before clipping, and the loss metrics summed
-/// before they are returned. Every worker gets the same gradient norm and takes the same
-/// optimizer step as one worker holding the whole mini-batch.
-#[allow(clippy::too_many_arguments)]
+/// [`policy_update`] where `seqs` is this worker's share of a mini-batch split over the
+/// data-parallel workers of `parallel` (one worker: the whole mini-batch). The token and
+/// sequence counts are summed over the workers before any loss is formed, so each worker's loss
+/// is its share of the global loss; the gradients are then summed over the workers before
+/// clipping, and the loss metrics summed before they are returned. Every worker gets the same
+/// gradient norm and takes the same optimizer step as one worker holding the whole mini-batch.
 pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
     policy: P,
     optim: &mut AdamWOptimizer<B, P>,
-    lr: f64,
-    loss_cfg: &LossConfig,
+    settings: UpdateSettings<'_>,
     seqs: &[TrainSeq<'_>],
-    micro: usize,
-    temperature: f32,
     device: &B::Device,
-    worker: Option<&Worker<B::InnerBackend>>,
+    parallel: &DataParallel<B::InnerBackend>,
 ) -> Result<UpdateOutcome<P>, TrainerError> {
-    let mut global = counts(seqs);
-    if let Some(w) = worker {
-        let sum = w.sum(
-            "summing token and sequence counts",
-            &[global.tokens as f64, global.sequences as f64],
-        )?;
-        global = GlobalCounts {
-            tokens: sum[0] as usize,
-            sequences: sum[1] as usize,
-        };
-    }
+    let UpdateSettings {
+        lr,
+        loss: loss_cfg,
+        micro_batch: micro,
+        temperature,
+    } = settings;
+    let global = parallel.sum_counts(counts(seqs))?;
     // A KL term with β = 0 needs no reference model (the trainer loads none): drop it.
     let loss_cfg = &LossConfig {
         kl: loss_cfg.kl.filter(|k| k.coef > 0.0),
@@ -277,9 +275,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         let grads = GradientsParams::from_grads(out.loss.backward(), &policy);
         acc.accumulate(&policy, grads);
     }
-    if let Some(w) = worker {
-        metrics = w.sum_loss_metrics(&metrics)?;
-    }
+    let metrics = parallel.sum_loss_metrics(&metrics)?;
     if !metrics.loss.is_finite() {
         return Ok(UpdateOutcome {
             policy,
@@ -288,10 +284,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
             applied: false,
         });
     }
-    let grads = match worker {
-        Some(w) => w.all_reduce_grads(&policy, acc.grads())?,
-        None => acc.grads(),
-    };
+    let grads = parallel.all_reduce_grads(&policy, acc.grads())?;
     let step = optim.step(lr, policy, grads);
     Ok(UpdateOutcome {
         policy: step.model,

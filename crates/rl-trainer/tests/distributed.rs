@@ -23,8 +23,11 @@ use rl_loss::{Aggregation, LossConfig};
 use rl_models::{Qwen3, Tokenizer};
 use rl_trainer::distributed::{Worker, WorkerConfig};
 use rl_trainer::optim::AdamWOptimizer;
-use rl_trainer::update::{TrainSeq, policy_update, policy_update_sharded};
-use rl_trainer::{Policy, TrainConfig};
+use rl_trainer::optim::lr_at;
+use rl_trainer::tasks::ArithmeticTask;
+use rl_trainer::trainer::TrainBatch;
+use rl_trainer::update::{TrainSeq, UpdateSettings, policy_update, policy_update_sharded};
+use rl_trainer::{DataParallel, Policy, TrainConfig, Trainer};
 
 /// burn's collective server is one per process and backend: the tests here take turns.
 static COLLECTIVE: Mutex<()> = Mutex::new(());
@@ -117,6 +120,16 @@ const STEPS: usize = 3;
 const SPLIT: usize = 3;
 const LR: f64 = 1e-3;
 
+/// lr `LR`, micro-batches of 3, T = 1.
+fn settings(loss: &LossConfig) -> UpdateSettings<'_> {
+    UpdateSettings {
+        lr: LR,
+        loss,
+        micro_batch: 3,
+        temperature: 1.0,
+    }
+}
+
 fn loss_config(aggregation: Aggregation) -> (TrainConfig, LossConfig) {
     let mut c = TrainConfig::default();
     c.apply_preset("dapo").unwrap();
@@ -130,22 +143,25 @@ fn loss_config(aggregation: Aggregation) -> (TrainConfig, LossConfig) {
 
 /// `STEPS` optimizer updates on `b` (this worker's share when `worker` is given, else the
 /// whole mini-batch).
-fn run(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation, worker: Option<&Worker<Flex>>) -> Run {
+fn run(
+    model: Qwen3<B>,
+    b: &[Seq],
+    aggregation: Aggregation,
+    worker: Option<&DataParallel<Flex>>,
+) -> Run {
     let (c, loss) = loss_config(aggregation);
     let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
     let seqs = train_seqs(b);
     let (mut policy, mut losses, mut norms) = (model, vec![], vec![]);
+    let single = DataParallel::single();
     for _ in 0..STEPS {
         let out = policy_update_sharded(
             policy,
             &mut optim,
-            LR,
-            &loss,
+            settings(&loss),
             &seqs,
-            3,
-            1.0,
             &Default::default(),
-            worker,
+            worker.unwrap_or(&single),
         )
         .unwrap();
         assert!(out.applied);
@@ -174,6 +190,7 @@ fn sharded(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> [Run; 2] {
                     let worker =
                         Worker::<Flex>::join(WorkerConfig::local(2, rank), &Default::default())
                             .unwrap();
+                    let worker = DataParallel::new(Box::new(worker));
                     let out = run(model, shard, aggregation, Some(&worker));
                     worker.leave().unwrap();
                     out
@@ -201,11 +218,8 @@ fn local_loss(model: &Qwen3<B>, shard: &[Seq], aggregation: Aggregation) -> f64 
     let out = policy_update(
         model.clone(),
         &mut optim,
-        LR,
-        &loss,
+        settings(&loss),
         &train_seqs(shard),
-        3,
-        1.0,
         &Default::default(),
     )
     .unwrap();
@@ -285,4 +299,127 @@ fn two_workers_equal_one_with_token_mean() {
 #[test]
 fn two_workers_equal_one_with_seq_mean_token_mean() {
     check_equivalence(Aggregation::SeqMeanTokenMean);
+}
+
+/// Two trainers on one worker each, data set and seed alike, with one generation chunk per
+/// prompt (`generation_batch` = G: a prompt's samples depend only on its seed and the weights,
+/// not on which worker batches them).
+fn chunked_trainer(out: &std::path::Path, model: Qwen3<B>) -> Trainer<B, Qwen3<B>> {
+    let tok = ArithmeticTask::tokenizer().unwrap();
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    // DAPO without the filter: a random model is rarely right, but the soft overlong penalty
+    // (L_max = 6, L_cache = 1) gives responses of one group different rewards, so the
+    // advantages are not all zero.
+    let mut c = common::grpo_one_update(out, 2);
+    c.apply_preset("dapo").unwrap();
+    c.filter = rl_sampler::FilterConfig::None;
+    c.rollout.generation_batch = c.rollout.group_size;
+    Trainer::new(c, model, tok, train, None, Default::default()).unwrap()
+}
+
+/// What a loop over the trainer's steps produced: per step the mean loss, the mean gradient
+/// norm, the responses generated and the advantages; the final parameters.
+type LoopRun = (Vec<(f64, f64, usize, Vec<f64>)>, Vec<f32>);
+
+/// A data-parallel loop written by hand from the trainer's public phases — collect a batch,
+/// advantages, behaviour log-probs, update, finish the step — on 2 workers (threads) takes the
+/// same steps as `Trainer::step` on one: the workers exchange scored rounds, so each sees the
+/// whole batch and its advantages, and their gradient sums equal the one worker's gradient
+/// (the derivation at the top of this file), so losses and gradient norms agree to rounding.
+///
+/// The parameters are compared through the update they received: ‖θ₂ − θ₁‖ / ‖θ₁ − θ₀‖ (two
+/// workers vs one, over the one worker's change). Element-wise they may differ by up to ~lr:
+/// AdamW moves a parameter by ≈ lr·g/(|g| + ε), and for a gradient near ε = 1e-8 the f32
+/// rounding of a sum taken in another order (~1e-7 relative of terms ~1e-2) changes that step
+/// by a fraction of lr. Such parameters are few, so the gap in norm stays a small fraction of
+/// the update (here ~3e-6; the bound is 1e-4), while a wrong normaliser or a missing share would change the update
+/// itself (the `naive` control above: by far more than 1e-2).
+#[test]
+fn a_hand_written_two_worker_loop_trains_as_trainer_step_does() {
+    let _turn = COLLECTIVE.lock().unwrap_or_else(|e| e.into_inner());
+    let (model, _) = task_model(11, None);
+    let start = flat(&model);
+    let dir = common::tmp("distributed", "hand-loop");
+    let one: LoopRun = {
+        let mut t = chunked_trainer(&dir.join("one"), model.clone());
+        let steps = (0..2)
+            .map(|_| {
+                let m = t.step().unwrap();
+                (m.loss, m.grad_norm, m.responses_generated, Vec::new())
+            })
+            .collect();
+        (steps, flat(t.policy()))
+    };
+    let two: Vec<LoopRun> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|rank| {
+                let (model, out) = (model.clone(), dir.join(format!("rank{rank}")));
+                s.spawn(move || {
+                    let w = Worker::<Flex>::join(WorkerConfig::local(2, rank), &Default::default())
+                        .unwrap();
+                    let mut t = chunked_trainer(&out, model)
+                        .with_collective(Box::new(w))
+                        .unwrap();
+                    let mut steps = Vec::new();
+                    for _ in 0..2 {
+                        let step = t.step_count() + 1;
+                        let lr = lr_at(&t.config().optim, t.step_count());
+                        let batch = t.collect_batch().unwrap();
+                        let adv = t.advantages(&batch.groups).unwrap();
+                        let behaviour = t.behaviour(&batch.groups).unwrap();
+                        let train = TrainBatch {
+                            groups: &batch.groups,
+                            advantages: &adv.advantages,
+                            behaviour: &behaviour,
+                        };
+                        let u = t.update(step, lr, &train).unwrap();
+                        t.finish_step().unwrap();
+                        let n = u.applied.max(1) as f64;
+                        steps.push((
+                            u.loss.loss / n,
+                            u.grad_norm_sum / n,
+                            batch.stats.generated,
+                            adv.advantages,
+                        ));
+                    }
+                    let params = flat(t.policy());
+                    t.take_parallel().leave().unwrap();
+                    (steps, params)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let norm = |a: &[f32], b: &[f32]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| ((x - y) as f64).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let update = norm(&one.1, &start);
+    for (rank, (steps, params)) in two.iter().enumerate() {
+        for (s, ((loss, gn, generated, adv), (loss1, gn1, generated1, _))) in
+            steps.iter().zip(&one.0).enumerate()
+        {
+            assert_eq!(generated, generated1, "rank {rank} step {s}: responses");
+            assert!(
+                rel(*loss, *loss1) < 1e-4 && rel(*gn, *gn1) < 1e-4,
+                "rank {rank} step {s}: loss {loss} vs {loss1}, grad norm {gn} vs {gn1} (1 worker)"
+            );
+            assert_eq!(adv, &two[0].0[s].3, "rank {rank} step {s}: advantages");
+        }
+        let gap = norm(params, &one.1) / update;
+        eprintln!("rank {rank}: update {update:e}, gap/update {gap:e}");
+        assert!(
+            gap < 1e-4,
+            "rank {rank}: parameters differ by {gap:e} of the update"
+        );
+    }
+    assert_eq!(two[0].1, two[1].1, "the replicas are identical");
+    assert!(
+        two[0].0.iter().any(|s| s.3.iter().any(|a| a.abs() > 0.1)) && update > 0.0,
+        "nothing was trained: {:?}",
+        two[0].0
+    );
 }

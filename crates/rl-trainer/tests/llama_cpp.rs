@@ -273,7 +273,6 @@ fn training_through_llama_server_syncs_weights_and_survives_a_killed_server() {
     )
     .unwrap();
     let mut t = t.with_engine(Box::new(engine)).unwrap();
-    t.set_quiet(true);
     t.run(|_| {}).unwrap();
     let m = read_metrics(&out.join("metrics.jsonl")).unwrap();
     assert_eq!(
@@ -358,7 +357,6 @@ fn training_through_llama_server_syncs_weights_and_survives_a_killed_server() {
     )
     .unwrap();
     let mut r = r.with_engine(Box::new(dead)).unwrap();
-    r.set_quiet(true);
     let e = r.step().unwrap_err();
     assert!(matches!(e, TrainerError::Engine(_)), "{e}");
     assert!(
@@ -372,7 +370,6 @@ fn training_through_llama_server_syncs_weights_and_survives_a_killed_server() {
     let policy = r.policy().clone();
     let (engine, _server2) = managed_engine(&bin, &tok, &dir.join("again"), &policy, 3);
     let mut r = r.with_engine(Box::new(engine)).unwrap();
-    r.set_quiet(true);
     r.run(|_| {}).unwrap();
     assert_eq!(read_metrics(&out.join("metrics.jsonl")).unwrap().len(), 5);
 }
@@ -396,7 +393,6 @@ fn a_toml_config_starts_and_syncs_a_managed_llama_server() {
         t.is_correction(),
         rl_loss::IsCorrection::TokenTis { cap: 2.0 }
     );
-    t.set_quiet(true);
     t.run(|_| {}).unwrap();
     let m = read_metrics(&out.join("metrics.jsonl")).unwrap();
     assert_eq!(

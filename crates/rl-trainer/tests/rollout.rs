@@ -38,9 +38,7 @@ fn config(out: &Path, steps: usize) -> TrainConfig {
 fn trainer(cfg: TrainConfig, m: Qwen3<B>) -> Trainer<B, Qwen3<B>> {
     let tok = ArithmeticTask::tokenizer().unwrap();
     let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
-    let mut t = Trainer::new(cfg, m, tok, train, None, Default::default()).unwrap();
-    t.set_quiet(true);
-    t
+    Trainer::new(cfg, m, tok, train, None, Default::default()).unwrap()
 }
 
 fn without_timing(m: &StepMetrics) -> serde_json::Value {

@@ -379,7 +379,6 @@ fn resumes_exactly(k: usize) {
         Default::default(),
     )
     .unwrap();
-    t.set_quiet(true);
     t.run(|_| {}).unwrap();
     let full = read_metrics(&a.join("metrics.jsonl")).unwrap();
     assert_eq!(full.len(), 5, "eval at step 0 + 4 steps");
@@ -408,7 +407,6 @@ fn resumes_exactly(k: usize) {
         Default::default(),
     )
     .unwrap();
-    t.set_quiet(true);
     t.run(|_| {}).unwrap();
     drop(t);
     let ckpt = latest_checkpoint(&b).unwrap();
@@ -418,7 +416,6 @@ fn resumes_exactly(k: usize) {
     let mut r =
         Trainer::<B, Qwen3<B>>::resume(cfg4, &ckpt, tok, train, Some(eval), Default::default())
             .unwrap();
-    r.set_quiet(true);
     assert_eq!(r.step_count(), 2);
     r.run(|_| {}).unwrap();
     assert_eq!(metric_lines(&a), metric_lines(&b));
@@ -440,7 +437,6 @@ fn resume_rejects_a_changed_config() {
         Default::default(),
     )
     .unwrap();
-    t.set_quiet(true);
     t.run(|_| {}).unwrap();
     let (mut cfg, ..) = tiny_run("dr_grpo", &a, 3);
     cfg.optim.lr = 5e-3;
@@ -466,7 +462,6 @@ fn dapo_on_a_hopeless_model_stops_with_a_clear_error() {
     let a = tmp("hopeless");
     let (cfg, train, eval, tok, model) = tiny_run("da3po", &a, 1);
     let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
-    t.set_quiet(true);
     let e = t.step().unwrap_err();
     assert!(
         matches!(
@@ -562,7 +557,6 @@ fn non_finite_gradients_skip_the_update_then_stop_the_run() {
     let before = weights(&model);
     let policy = InfiniteGradient { inner: model };
     let mut t = Trainer::new(cfg, policy, tok, train, Some(eval), Default::default()).unwrap();
-    t.set_quiet(true);
     let m = t.step().unwrap();
     assert_eq!((m.updates, m.updates_skipped), (0, 1));
     assert!(
@@ -694,7 +688,6 @@ fn the_theorem_probe_records_every_group_and_leaves_training_unchanged() {
             cfg.probe.samples = 5;
         }
         let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
-        t.set_quiet(true);
         t.run(|_| {}).unwrap();
         lines.push(metric_lines(out));
     }
@@ -721,4 +714,62 @@ fn the_theorem_probe_records_every_group_and_leaves_training_unchanged() {
     cfg.probe.steps = vec![0];
     let e = cfg.validate().unwrap_err().to_string();
     assert!(e.contains("probe.steps"), "{e}");
+}
+
+/// Every leaf of `TrainConfig::default()` as (dotted field, TOML value), in serialisation order.
+fn default_fields() -> Vec<(String, String)> {
+    fn walk(prefix: &str, v: &toml::Value, out: &mut Vec<(String, String)>) {
+        match v {
+            toml::Value::Table(t) => {
+                for (k, v) in t {
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&p, v, out);
+                }
+            }
+            other => out.push((prefix.to_string(), other.to_string())),
+        }
+    }
+    let v = toml::Value::try_from(TrainConfig::default()).unwrap();
+    let mut out = Vec::new();
+    walk("", &v, &mut out);
+    out
+}
+
+/// docs/trainer.md's table of fields and defaults ("## Fields and defaults") lists exactly the
+/// fields `TrainConfig::default()` serialises, each with its default as TOML writes it.
+#[test]
+fn docs_trainer_md_lists_every_field_with_its_default() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/trainer.md"),
+    )
+    .unwrap();
+    let section = doc
+        .split("## Fields and defaults")
+        .nth(1)
+        .expect("docs/trainer.md has a `## Fields and defaults` section");
+    let section = section.split("\n## ").next().unwrap();
+    let rows: Vec<(String, String)> = section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (
+                cells[1].trim_matches('`').to_string(),
+                cells[2].trim_matches('`').to_string(),
+            )
+        })
+        .collect();
+    let expected = default_fields();
+    let table: String = expected
+        .iter()
+        .map(|(f, v)| format!("| `{f}` | `{v}` |\n"))
+        .collect();
+    assert_eq!(
+        rows, expected,
+        "docs/trainer.md's table differs from the code; the code's defaults are:\n{table}"
+    );
 }

@@ -30,9 +30,7 @@ fn tiny_trainer(
     c.optim.micro_batch = 5;
     c.optim.mini_batches = 3;
     adjust(&mut c);
-    let mut t = Trainer::new(c, model, tok, train, None, dev()).unwrap();
-    t.set_quiet(true);
-    t
+    Trainer::new(c, model, tok, train, None, dev()).unwrap()
 }
 
 fn run_steps(algo: &str, steps: usize) -> Vec<StepMetrics> {
@@ -148,6 +146,16 @@ fn response_logprob_sum(model: &Qwen3<B>, prompt: &[u32], response: &[u32]) -> f
     (0..response.len()).map(|j| lp[p - 1 + j] as f64).sum()
 }
 
+/// lr 1e-4, micro-batches of 4, T = 1.
+fn settings(c: &TrainConfig) -> rl_trainer::update::UpdateSettings<'_> {
+    rl_trainer::update::UpdateSettings {
+        lr: 1e-4,
+        loss: &c.loss,
+        micro_batch: 4,
+        temperature: 1.0,
+    }
+}
+
 /// One DAPO update on a single response: with advantage +1 its log-probability rises, with −1
 /// it falls. At the first update ratio = 1, so the clipped objective's gradient is −Â·∇log π
 /// per token; AdamW's first step moves each weight by ≈ −lr·sign(g), which changes Σ log π by
@@ -187,8 +195,7 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
             is_weights: None,
             keep: None,
         };
-        let out =
-            policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, 1.0, &dev()).unwrap();
+        let out = policy_update(model.clone(), &mut optim, settings(&c), &[seq], &dev()).unwrap();
         assert!(out.applied);
         let after = response_logprob_sum(&out.policy, &prompt, &response);
         assert!(
@@ -228,7 +235,7 @@ fn old_log_probs_of_the_wrong_length_are_an_error() {
             is_weights: None,
             keep: None,
         };
-        let e = policy_update(model.clone(), &mut optim, 1e-4, &c.loss, &[seq], 4, 1.0, &dev())
+        let e = policy_update(model.clone(), &mut optim, settings(&c), &[seq], &dev())
             .err()
             .unwrap();
         assert!(

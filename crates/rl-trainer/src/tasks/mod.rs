@@ -1,5 +1,6 @@
 //! A built-in arithmetic task family with difficulty tiers, generated deterministically: the
-//! embedded default of `cargo run --example da3po_qwen3` and of the trainer's tests.
+//! embedded default of `cargo run --example da3po_qwen3` and of the trainer's tests. The whole
+//! embedded run built on it (split, tiny model, warm-start, RL settings) is [`demo`].
 //!
 //! A problem is `a+b` (or `a-b`, `a*b`); the expected response is `Answer: <n>` followed by the
 //! end-of-turn token, so the `dapo` verifier (verl `math_dapo` parity) scores it exactly as it
@@ -15,6 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
 use crate::data::{Dataset, Prompt, PromptText};
+
+pub mod demo;
+pub use demo::ArithmeticDemo;
 
 /// Characters of every prompt and response of the task.
 pub const ALPHABET: &str = "0123456789+-*= :\n";

@@ -7,13 +7,18 @@
 
 use std::path::{Path, PathBuf};
 
-use rl_advantage::{EstimatorConfig, StdMode};
-use rl_loss::{Aggregation, KlConfig, KlEstimator, LossConfig, PolicyLoss};
-use rl_sampler::{FilterConfig, FilterMetric, OnExhausted, RoundSizing};
+use rl_advantage::EstimatorConfig;
+use rl_loss::{Aggregation, LossConfig, PolicyLoss};
+use rl_rollout::{RetryPolicy, SamplingParams};
+use rl_sampler::{FilterConfig, OnExhausted, RoundSizing};
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
-use crate::TrainerError;
+mod load;
+mod presets;
+mod validate;
+
+pub use load::merge_toml;
 
 /// Registered algorithm presets.
 pub const ALGORITHMS: [&str; 6] = ["grpo", "dr_grpo", "rloo", "dapo", "da3po", "gspo"];
@@ -186,7 +191,50 @@ pub enum EngineConfig {
     },
 }
 
+impl RolloutSection {
+    /// The sampling parameters of every rollout request, ending at `stop_ids` (the seed is set
+    /// per chunk of a round): the one sampling type from this section to every engine.
+    pub fn sampling(&self, stop_ids: &[u32]) -> SamplingParams {
+        SamplingParams {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            top_k: self.top_k,
+            max_new_tokens: self.max_new_tokens,
+            stop_ids: stop_ids.to_vec(),
+            seed: 0,
+        }
+    }
+}
+
 impl EngineConfig {
+    /// The request timeout and retries of a server engine (`None` for the local engine).
+    pub fn retry(&self) -> Option<RetryPolicy> {
+        let (timeout_s, max_retries) = match self {
+            EngineConfig::Local => return None,
+            EngineConfig::LlamaCpp {
+                timeout_s,
+                max_retries,
+                ..
+            }
+            | EngineConfig::Vllm {
+                timeout_s,
+                max_retries,
+                ..
+            }
+            | EngineConfig::Sglang {
+                timeout_s,
+                max_retries,
+                ..
+            } => (*timeout_s, *max_retries),
+        };
+        // The backoff is rl-rollout's default (0.5 s, doubling).
+        Some(RetryPolicy {
+            timeout_s,
+            max_retries,
+            ..RetryPolicy::default()
+        })
+    }
+
     /// The folder the trainer writes weights to for a remote engine, if the engine names one.
     pub fn weights_dir(&self) -> Option<&Path> {
         match self {
@@ -448,360 +496,9 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
-    /// Sets the algorithm sections (filter, estimator, loss, shaping, mini-batching) to the
-    /// preset's paper defaults, keeping the run-size fields.
-    ///
-    /// * `grpo` (DeepSeekMath): no filter, z-score (sample std), PPO ε 0.2, seq-mean-token-mean,
-    ///   k3 KL with β = 0.04 to the initial policy.
-    /// * `dr_grpo`: mean-centred advantages, PPO ε 0.2, token sum over a constant (max length).
-    /// * `dapo`: dynamic sampling on correctness, clip-higher 0.2/0.28 with dual-clip c = 10
-    ///   (verl's DAPO script), token-mean, soft overlong punishment with L_max =
-    ///   `rollout.max_new_tokens` and L_cache = L_max/5 (20480/4096 in the paper), no KL. (The
-    ///   paper's ±1 rewards come from the `dapo` verifier's default reward map.)
-    /// * `da3po`: `dapo` + DAA (λ = 2, τ = 0.5).
-    /// * `rloo`: leave-one-out baseline with the REINFORCE loss summed over each sequence
-    ///   (Ahmadian et al. 2024, arXiv 2402.14740); the paper's KL-in-reward is not offered.
-    /// * `gspo`: sequence-level ratio with ε 3e-4/4e-4, seq-mean-token-mean, 4 mini-batches per
-    ///   rollout batch (TRL's steps_per_generation = 4), no KL.
-    ///
-    /// Run-size fields (group size, batch sizes, lengths, learning rate, epochs, and the number of
-    /// mini-batches except for GSPO) are left as they are.
-    pub fn apply_preset(&mut self, name: &str) -> Result<(), TrainerError> {
-        let max_len = self.rollout.max_new_tokens.max(1);
-        let ppo = |lo: f64, hi: f64, dual: Option<f64>| PolicyLoss::Ppo {
-            clip_low: lo,
-            clip_high: hi,
-            dual_clip: dual,
-        };
-        let dapo_overlong = OverlongPolicy::SoftPunish {
-            max_len,
-            cache_len: (max_len / 5).max(1),
-            penalty_factor: 1.0,
-            mask_truncated: false,
-        };
-        let est = |n: &str| EstimatorConfig::from_name(n).expect("registered estimator");
-        match name {
-            "grpo" => {
-                self.filter = FilterConfig::None;
-                self.advantage = est("grpo").with_std(StdMode::Sample).expect("grpo has std");
-                self.loss = LossConfig {
-                    policy: ppo(0.2, 0.2, None),
-                    aggregation: Aggregation::SeqMeanTokenMean,
-                    kl: Some(KlConfig {
-                        estimator: KlEstimator::K3,
-                        coef: 0.04,
-                        straight_through: false,
-                    }),
-                    entropy_coef: 0.0,
-                    is_correction: Default::default(),
-                };
-                self.reward.overlong = OverlongPolicy::Off;
-            }
-            "dr_grpo" => {
-                self.filter = FilterConfig::None;
-                self.advantage = est("dr_grpo");
-                self.loss = LossConfig {
-                    policy: ppo(0.2, 0.2, None),
-                    aggregation: Aggregation::SeqMeanTokenSumNorm {
-                        constant: max_len as f64,
-                    },
-                    kl: None,
-                    entropy_coef: 0.0,
-                    is_correction: Default::default(),
-                };
-                self.reward.overlong = OverlongPolicy::Off;
-            }
-            "rloo" => {
-                self.filter = FilterConfig::None;
-                self.advantage = est("rloo");
-                self.loss = LossConfig {
-                    policy: PolicyLoss::Reinforce,
-                    aggregation: Aggregation::SeqMeanTokenSum,
-                    kl: None,
-                    entropy_coef: 0.0,
-                    is_correction: Default::default(),
-                };
-                self.reward.overlong = OverlongPolicy::Off;
-            }
-            "dapo" | "da3po" => {
-                self.filter = FilterConfig::DynamicSampling {
-                    metric: FilterMetric::Correct,
-                    reward_tol: 0.0,
-                };
-                self.advantage = if name == "dapo" {
-                    est("dapo")
-                } else {
-                    est("da3po")
-                };
-                self.loss = LossConfig {
-                    policy: ppo(0.2, 0.28, Some(10.0)),
-                    aggregation: Aggregation::TokenMean,
-                    kl: None,
-                    entropy_coef: 0.0,
-                    is_correction: Default::default(),
-                };
-                self.reward.overlong = dapo_overlong;
-            }
-            "gspo" => {
-                self.filter = FilterConfig::None;
-                self.advantage = est("grpo");
-                self.loss = LossConfig {
-                    policy: PolicyLoss::from_name("gspo").expect("registered"),
-                    aggregation: Aggregation::SeqMeanTokenMean,
-                    kl: None,
-                    entropy_coef: 0.0,
-                    is_correction: Default::default(),
-                };
-                self.reward.overlong = OverlongPolicy::Off;
-                self.optim.mini_batches = 4;
-            }
-            other => {
-                return Err(TrainerError::Config {
-                    field: "algorithm".into(),
-                    message: format!(
-                        "unknown algorithm `{other}`; valid names: {}",
-                        ALGORITHMS.join(", ")
-                    ),
-                });
-            }
-        }
-        self.algorithm = name.to_string();
-        Ok(())
-    }
-
-    /// `base` with the preset named by the TOML's `algorithm` key applied (after the file's
-    /// `[rollout]` keys, on which presets' length-dependent defaults depend; a file that sets
-    /// `[rollout]` without `algorithm` re-applies base's preset), then every key of the TOML on
-    /// top. Unknown keys are errors naming the key.
-    pub fn from_toml_str(text: &str, base: &TrainConfig) -> Result<Self, TrainerError> {
-        let user: toml::Table = toml::from_str(text).map_err(|e| TrainerError::Config {
-            field: "<toml>".into(),
-            message: e.to_string(),
-        })?;
-        let overlay = |cfg: &TrainConfig, over: toml::Table| -> Result<TrainConfig, TrainerError> {
-            let mut merged = toml::Table::try_from(cfg).map_err(|e| TrainerError::Config {
-                field: "<config>".into(),
-                message: e.to_string(),
-            })?;
-            merge_toml(&mut merged, over);
-            toml::Value::Table(merged)
-                .try_into()
-                .map_err(|e: toml::de::Error| TrainerError::Config {
-                    field: "<toml>".into(),
-                    message: e.to_string(),
-                })
-        };
-        let mut cfg = base.clone();
-        let name = match user.get("algorithm") {
-            Some(v) => Some(v.as_str().ok_or_else(|| TrainerError::Config {
-                field: "algorithm".into(),
-                message: format!("expected a string, one of: {}", ALGORITHMS.join(", ")),
-            })?),
-            None => user
-                .contains_key("rollout")
-                .then_some(base.algorithm.as_str()),
-        };
-        if let Some(name) = name {
-            // The file's generation length first: the preset derives DAPO's L_max and Dr. GRPO's
-            // constant from it (so a changed max_new_tokens re-applies the preset).
-            if let Some(r) = user.get("rollout") {
-                let mut only = toml::Table::new();
-                only.insert("rollout".into(), r.clone());
-                cfg = overlay(&cfg, only)?;
-            }
-            cfg.apply_preset(name)?;
-        }
-        let cfg = overlay(&cfg, user)?;
-        cfg.validate()?;
-        Ok(cfg)
-    }
-
-    /// Reads a TOML file (see [`TrainConfig::from_toml_str`]).
-    pub fn from_toml_file(path: &Path, base: &TrainConfig) -> Result<Self, TrainerError> {
-        let text = std::fs::read_to_string(path).map_err(|e| TrainerError::io(path, e))?;
-        Self::from_toml_str(&text, base)
-    }
-
     /// The resolved config as TOML (printed at start, saved beside checkpoints).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# unserialisable config: {e}\n"))
-    }
-
-    /// Cross-field checks; every message names the field.
-    pub fn validate(&self) -> Result<(), TrainerError> {
-        let bad = |field: &str, message: String| {
-            Err(TrainerError::Config {
-                field: field.into(),
-                message,
-            })
-        };
-        if self.rollout.group_size < 2 {
-            return bad(
-                "rollout.group_size",
-                format!(
-                    "{} (a group needs at least 2 responses)",
-                    self.rollout.group_size
-                ),
-            );
-        }
-        if self.rollout.prompts_per_round == 0 {
-            return bad("rollout.prompts_per_round", "0 (must be >= 1)".into());
-        }
-        if !self.probe.is_off() && self.probe.samples == 0 {
-            return bad("probe.samples", "0 (must be >= 1)".into());
-        }
-        if self.probe.steps.contains(&0) {
-            return bad(
-                "probe.steps",
-                "contains 0 (steps are 1-based: step 1 is the first update)".into(),
-            );
-        }
-        let timeout = match &self.rollout.engine {
-            EngineConfig::Local => None,
-            EngineConfig::LlamaCpp {
-                concurrency,
-                timeout_s,
-                ..
-            } => {
-                if *concurrency == 0 {
-                    return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
-                }
-                Some(*timeout_s)
-            }
-            EngineConfig::Vllm {
-                concurrency,
-                timeout_s,
-                startup_timeout_s,
-                ..
-            } => {
-                if *concurrency == 0 {
-                    return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
-                }
-                if !(startup_timeout_s.is_finite() && *startup_timeout_s > 0.0) {
-                    return bad(
-                        "rollout.engine.startup_timeout_s",
-                        format!("{startup_timeout_s} (a finite number > 0)"),
-                    );
-                }
-                Some(*timeout_s)
-            }
-            EngineConfig::Sglang { url, timeout_s, .. } => {
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return bad(
-                        "rollout.engine.url",
-                        format!("`{url}` (an http:// URL, e.g. http://gpu-node:30000)"),
-                    );
-                }
-                Some(*timeout_s)
-            }
-        };
-        if let Some(t) = timeout
-            && !(t.is_finite() && t > 0.0)
-        {
-            return bad(
-                "rollout.engine.timeout_s",
-                format!("{t} (a finite number > 0)"),
-            );
-        }
-        if self.rollout.max_new_tokens == 0 {
-            return bad("rollout.max_new_tokens", "0 (must be >= 1)".into());
-        }
-        if self.batch.groups_per_step == 0 {
-            return bad("batch.groups_per_step", "0 (must be >= 1)".into());
-        }
-        if self.optim.epochs == 0 || self.optim.mini_batches == 0 || self.optim.micro_batch == 0 {
-            return bad(
-                "optim.epochs/mini_batches/micro_batch",
-                "must all be >= 1".into(),
-            );
-        }
-        if self.optim.max_consecutive_skips == 0 {
-            return bad(
-                "optim.max_consecutive_skips",
-                "0 (must be >= 1; 1 stops at the first non-finite update)".into(),
-            );
-        }
-        if matches!(self.loss.policy, PolicyLoss::Reinforce)
-            && (self.optim.mini_batches > 1 || self.optim.epochs > 1)
-        {
-            return bad(
-                "optim.mini_batches/epochs",
-                format!(
-                    "{} mini-batches × {} epochs with loss.policy = \"reinforce\" (the rloo \
-                     preset's loss): REINFORCE has no importance ratio, so every update after \
-                     the first would train on samples of an older policy without correction; \
-                     set both to 1, or use a clipped-ratio loss (ppo, gspo)",
-                    self.optim.mini_batches, self.optim.epochs
-                ),
-            );
-        }
-        if self.optim.mini_batches > self.batch.groups_per_step {
-            return bad(
-                "optim.mini_batches",
-                format!(
-                    "{} mini-batches of whole groups need at least as many groups per step ({})",
-                    self.optim.mini_batches, self.batch.groups_per_step
-                ),
-            );
-        }
-        if !(self.optim.lr.is_finite() && self.optim.lr >= 0.0) {
-            return bad(
-                "optim.lr",
-                format!("{} (a finite number >= 0)", self.optim.lr),
-            );
-        }
-        if !(self.optim.grad_clip.is_finite() && self.optim.grad_clip >= 0.0) {
-            return bad(
-                "optim.grad_clip",
-                format!("{} (a finite number >= 0; 0 = off)", self.optim.grad_clip),
-            );
-        }
-        if self.eval.k == 0 {
-            return bad("eval.k", "0 (must be >= 1)".into());
-        }
-        if let PromptTemplate::Custom(t) = &self.data.template
-            && !t.contains("{problem}")
-        {
-            return bad(
-                "data.template",
-                "a custom template must contain {problem}".into(),
-            );
-        }
-        self.advantage
-            .build(self.rollout.group_size)
-            .map_err(|e| TrainerError::Config {
-                field: "advantage".into(),
-                message: e.to_string(),
-            })?;
-        self.filter.build().map_err(|e| TrainerError::Config {
-            field: "filter".into(),
-            message: e.to_string(),
-        })?;
-        self.loss.validate().map_err(|e| TrainerError::Config {
-            field: "loss".into(),
-            message: e.to_string(),
-        })?;
-        self.reward
-            .verifier
-            .build()
-            .map_err(|e| TrainerError::Config {
-                field: "reward.verifier".into(),
-                message: e.to_string(),
-            })?;
-        if let Some(r) = &self.reward.rewards {
-            r.validate().map_err(|e| TrainerError::Config {
-                field: "reward.rewards".into(),
-                message: e.to_string(),
-            })?;
-        }
-        self.reward
-            .overlong
-            .validate()
-            .map_err(|e| TrainerError::Config {
-                field: "reward.overlong".into(),
-                message: e.to_string(),
-            })?;
-        Ok(())
     }
 
     /// The reward mapping in use.
@@ -809,25 +506,5 @@ impl TrainConfig {
         self.reward
             .rewards
             .unwrap_or_else(|| self.reward.verifier.default_rewards())
-    }
-}
-
-/// Recursive TOML merge: tables merge key by key, anything else replaces. A table that selects a
-/// different variant of a tagged enum (its `name` or `kind` differs) replaces the preset's table
-/// instead of merging into it, so the old variant's fields do not leak into the new one.
-pub fn merge_toml(base: &mut toml::Table, over: toml::Table) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(toml::Value::Table(b)), toml::Value::Table(o))
-                if ["name", "kind"]
-                    .iter()
-                    .all(|tag| o.get(*tag).is_none() || o.get(*tag) == b.get(*tag)) =>
-            {
-                merge_toml(b, o)
-            }
-            (_, v) => {
-                base.insert(k, v);
-            }
-        }
     }
 }

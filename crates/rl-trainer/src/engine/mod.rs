@@ -1,6 +1,7 @@
-//! Rollout engines on the trainer's side: the in-process [`LocalEngine`] (the default) and the
-//! [`EngineWorker`] thread that drives any [`RolloutEngine`] in the background for
-//! asynchronous rollouts.
+//! Rollout engines on the trainer's side: the in-process [`LocalEngine`] (the default), the
+//! [`EngineThread`] that drives any [`RolloutEngine`] in the background for asynchronous
+//! rollouts, and the inference servers the trainer launches itself (`managed`: llama-server,
+//! vLLM; SGLang as a client), built from `[rollout.engine]`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,6 +16,9 @@ use rl_rollout::{
 };
 
 use crate::TrainerError;
+
+mod managed;
+pub(crate) use managed::build_engine;
 
 /// A model that can sample continuations in process: what [`LocalEngine`] runs (for Qwen3, the
 /// trained model without autodiff).
@@ -246,14 +250,14 @@ enum Job {
 
 /// A [`RolloutEngine`] on its own thread: jobs run one at a time in submission order, so a
 /// weight update sent after a generation applies after it. Dropping the worker stops the thread.
-pub struct EngineWorker {
+pub struct EngineThread {
     name: String,
     kind: WeightsKind,
     jobs: Option<Sender<Job>>,
     thread: Option<JoinHandle<()>>,
 }
 
-/// A generation submitted to an [`EngineWorker`] or run inline.
+/// A generation submitted to an [`EngineThread`] or run inline.
 pub enum Pending {
     /// Finished (inline engines, or results restored from a checkpoint).
     Ready(Result<Vec<Vec<Completion>>, EngineError>),
@@ -276,7 +280,7 @@ impl Pending {
     }
 }
 
-impl EngineWorker {
+impl EngineThread {
     /// Moves `engine` onto a new thread.
     pub fn spawn(mut engine: Box<dyn RolloutEngine>) -> Result<Self, EngineError> {
         let name = engine.name();
@@ -353,7 +357,7 @@ impl EngineWorker {
     }
 }
 
-impl Drop for EngineWorker {
+impl Drop for EngineThread {
     fn drop(&mut self) {
         self.jobs.take();
         if let Some(t) = self.thread.take() {
@@ -363,19 +367,19 @@ impl Drop for EngineWorker {
 }
 
 /// How the trainer drives its engine: on the training thread (synchronous rollouts), or on an
-/// [`EngineWorker`] so that generation overlaps the update (asynchronous rollouts).
+/// [`EngineThread`] so that generation overlaps the update (asynchronous rollouts).
 pub enum EngineHandle {
     /// Calls run on the caller's thread.
     Inline(Box<dyn RolloutEngine>),
     /// Calls run on a background thread, in order.
-    Background(EngineWorker),
+    Background(EngineThread),
 }
 
 impl EngineHandle {
     /// `engine` inline, or on its own thread when `background`.
     pub fn new(engine: Box<dyn RolloutEngine>, background: bool) -> Result<Self, EngineError> {
         Ok(if background {
-            EngineHandle::Background(EngineWorker::spawn(engine)?)
+            EngineHandle::Background(EngineThread::spawn(engine)?)
         } else {
             EngineHandle::Inline(engine)
         })

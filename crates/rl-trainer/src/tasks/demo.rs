@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::AutodiffBackend;
 use rl_models::{Qwen3, Qwen3Config, Tokenizer};
-use rl_trainer::data::{Dataset, Prompt, PromptRenderer};
-use rl_trainer::tasks::ArithmeticTask;
-use rl_trainer::{SftConfig, TrainConfig, TrainerError};
 use serde::{Deserialize, Serialize};
+
+use super::ArithmeticTask;
+use crate::data::{Dataset, Prompt, PromptRenderer};
+use crate::{SftConfig, TrainConfig, TrainerError};
 
 /// Everything that defines the embedded run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -63,7 +64,7 @@ impl Default for ArithmeticDemo {
         };
         // "12+35=" → "Answer: 47<|im_end|>": short sequences keep the CPU run fast; the Qwen
         // chat template path is exercised by real checkpoints (data.chat_template = true).
-        train.data.template = rl_trainer::config::PromptTemplate::Custom("{problem}=".into());
+        train.data.template = crate::config::PromptTemplate::Custom("{problem}=".into());
         train.data.chat_template = false;
         train.rollout.group_size = 8;
         train.rollout.prompts_per_round = 64;
@@ -136,7 +137,7 @@ impl ArithmeticDemo {
         };
         let user: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
         let mut merged = toml::Table::try_from(Self::default()).map_err(|e| bad(e.to_string()))?;
-        rl_trainer::config::merge_toml(&mut merged, user);
+        crate::config::merge_toml(&mut merged, user);
         let demo: Self = toml::Value::Table(merged)
             .try_into()
             .map_err(|e: toml::de::Error| bad(e.to_string()))?;
@@ -231,7 +232,7 @@ impl ArithmeticDemo {
         model.num_key_value_heads = (self.num_attention_heads / 2).max(1);
         model.head_dim = self.hidden_size / self.num_attention_heads;
         model.intermediate_size = self.intermediate_size;
-        model.eos_token_id = rl_trainer::end_token_ids(&tokenizer);
+        model.eos_token_id = crate::end_token_ids(&tokenizer);
         Ok(DemoData {
             tokenizer,
             train,
@@ -252,7 +253,7 @@ impl ArithmeticDemo {
     ) -> Result<Qwen3<B>, TrainerError> {
         let model: Qwen3<B> = data.model.init_seeded(seed, device)?;
         let renderer = PromptRenderer::new(&self.train.data);
-        let end = rl_trainer::end_token_ids(&data.tokenizer);
+        let end = crate::end_token_ids(&data.tokenizer);
         let mut pairs = Vec::with_capacity(data.sft.len());
         for p in &data.sft.prompts {
             let prompt = renderer.render(p, &data.tokenizer)?;
@@ -261,7 +262,7 @@ impl ArithmeticDemo {
             pairs.push((prompt, response));
         }
         let sft = SftConfig { seed, ..self.sft };
-        rl_trainer::supervised_warm_start(model, &pairs, &sft, device, on_step)
+        crate::supervised_warm_start(model, &pairs, &sft, device, on_step)
     }
 
     /// The RL config for `algorithm` and `seed`, writing into `out_dir`.

@@ -1,0 +1,133 @@
+//! Algorithm presets: the paper defaults of each registered algorithm over one configuration
+//! ([`TrainConfig::apply_preset`], names in [`ALGORITHMS`]).
+
+use rl_advantage::{EstimatorConfig, StdMode};
+use rl_loss::{Aggregation, KlConfig, KlEstimator, LossConfig, PolicyLoss};
+use rl_sampler::{FilterConfig, FilterMetric};
+use rl_verifier::OverlongPolicy;
+
+use super::{ALGORITHMS, TrainConfig};
+use crate::TrainerError;
+
+impl TrainConfig {
+    /// Sets the algorithm sections (filter, estimator, loss, shaping, mini-batching) to the
+    /// preset's paper defaults, keeping the run-size fields.
+    ///
+    /// * `grpo` (DeepSeekMath): no filter, z-score (sample std), PPO ε 0.2, seq-mean-token-mean,
+    ///   k3 KL with β = 0.04 to the initial policy.
+    /// * `dr_grpo`: mean-centred advantages, PPO ε 0.2, token sum over a constant (max length).
+    /// * `dapo`: dynamic sampling on correctness, clip-higher 0.2/0.28 with dual-clip c = 10
+    ///   (verl's DAPO script), token-mean, soft overlong punishment with L_max =
+    ///   `rollout.max_new_tokens` and L_cache = L_max/5 (20480/4096 in the paper), no KL. (The
+    ///   paper's ±1 rewards come from the `dapo` verifier's default reward map.)
+    /// * `da3po`: `dapo` + DAA (λ = 2, τ = 0.5).
+    /// * `rloo`: leave-one-out baseline with the REINFORCE loss summed over each sequence
+    ///   (Ahmadian et al. 2024, arXiv 2402.14740); the paper's KL-in-reward is not offered.
+    /// * `gspo`: sequence-level ratio with ε 3e-4/4e-4, seq-mean-token-mean, 4 mini-batches per
+    ///   rollout batch (TRL's steps_per_generation = 4), no KL.
+    ///
+    /// Run-size fields (group size, batch sizes, lengths, learning rate, epochs, and the number of
+    /// mini-batches except for GSPO) are left as they are.
+    pub fn apply_preset(&mut self, name: &str) -> Result<(), TrainerError> {
+        let max_len = self.rollout.max_new_tokens.max(1);
+        let ppo = |lo: f64, hi: f64, dual: Option<f64>| PolicyLoss::Ppo {
+            clip_low: lo,
+            clip_high: hi,
+            dual_clip: dual,
+        };
+        let dapo_overlong = OverlongPolicy::SoftPunish {
+            max_len,
+            cache_len: (max_len / 5).max(1),
+            penalty_factor: 1.0,
+            mask_truncated: false,
+        };
+        let est = |n: &str| EstimatorConfig::from_name(n).expect("registered estimator");
+        match name {
+            "grpo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("grpo").with_std(StdMode::Sample).expect("grpo has std");
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.2, None),
+                    aggregation: Aggregation::SeqMeanTokenMean,
+                    kl: Some(KlConfig {
+                        estimator: KlEstimator::K3,
+                        coef: 0.04,
+                        straight_through: false,
+                    }),
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
+            "dr_grpo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("dr_grpo");
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.2, None),
+                    aggregation: Aggregation::SeqMeanTokenSumNorm {
+                        constant: max_len as f64,
+                    },
+                    kl: None,
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
+            "rloo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("rloo");
+                self.loss = LossConfig {
+                    policy: PolicyLoss::Reinforce,
+                    aggregation: Aggregation::SeqMeanTokenSum,
+                    kl: None,
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
+            "dapo" | "da3po" => {
+                self.filter = FilterConfig::DynamicSampling {
+                    metric: FilterMetric::Correct,
+                    reward_tol: 0.0,
+                };
+                self.advantage = if name == "dapo" {
+                    est("dapo")
+                } else {
+                    est("da3po")
+                };
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.28, Some(10.0)),
+                    aggregation: Aggregation::TokenMean,
+                    kl: None,
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = dapo_overlong;
+            }
+            "gspo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("grpo");
+                self.loss = LossConfig {
+                    policy: PolicyLoss::from_name("gspo").expect("registered"),
+                    aggregation: Aggregation::SeqMeanTokenMean,
+                    kl: None,
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+                self.optim.mini_batches = 4;
+            }
+            other => {
+                return Err(TrainerError::Config {
+                    field: "algorithm".into(),
+                    message: format!(
+                        "unknown algorithm `{other}`; valid names: {}",
+                        ALGORITHMS.join(", ")
+                    ),
+                });
+            }
+        }
+        self.algorithm = name.to_string();
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! Inference servers the trainer starts and restarts itself, as rollout engines: llama.cpp's
+//! `llama-server` on a GGUF export and `vllm serve` on HF safetensors, both on 127.0.0.1 at a
+//! free port (rl-rollout's [`ManagedServer`]), plus a client for an SGLang server someone else
+//! runs. [`build_engine`] turns `[rollout.engine]` into the engine the trainer drives.
+
+use std::path::Path;
+use std::time::Duration;
+
+use burn::tensor::backend::AutodiffBackend;
+use rl_models::{GgufDtype, Tokenizer};
+use rl_rollout::{
+    LLAMA_SERVER_LAUNCH, LlamaCppEngine, ManagedServer, RolloutEngine, SglangEngine, VLLM_LAUNCH,
+    VllmEngine, VllmOptions,
+};
+
+use super::LocalEngine;
+use crate::TrainerError;
+use crate::config::{EngineConfig, TrainConfig};
+use crate::policy::Policy;
+use crate::trainer::atomic_dir;
+
+/// The engine of `config.rollout.engine` serving `policy`'s weights as `version`: the
+/// in-process [`LocalEngine`], a llama-server on a GGUF export of the weights (in
+/// `out_dir/engine/`, restarted on a new export at every weight sync), vLLM, or SGLang.
+pub(crate) fn build_engine<B: AutodiffBackend, P: Policy<B>>(
+    config: &TrainConfig,
+    policy: &P,
+    tokenizer: &Tokenizer,
+    allowed_vocab: usize,
+    version: u64,
+) -> Result<Box<dyn RolloutEngine>, TrainerError> {
+    match &config.rollout.engine {
+        EngineConfig::Local => Ok(Box::new(LocalEngine::new(
+            policy.generator(),
+            version,
+            config.rollout.generation_batch,
+            Some(allowed_vocab),
+        ))),
+        EngineConfig::Sglang { url, .. } => {
+            // A fresh server serves the base model, not necessarily this run's version:
+            // version u64::MAX makes `with_engine`-style checks push the current weights first.
+            let retry = config.rollout.engine.retry().unwrap_or_default();
+            let engine = SglangEngine::new(url, retry, u64::MAX, policy.vocab_size())?;
+            engine.health()?;
+            Ok(Box::new(engine))
+        }
+        EngineConfig::Vllm { .. } => build_vllm(config, policy, version),
+        EngineConfig::LlamaCpp { .. } => build_llama_cpp(config, policy, tokenizer, version),
+    }
+}
+
+/// `llama-server` on 127.0.0.1 on a GGUF (f32) export of the policy's weights, restarted on a
+/// new export at every weight sync.
+fn build_llama_cpp<B: AutodiffBackend, P: Policy<B>>(
+    config: &TrainConfig,
+    policy: &P,
+    tokenizer: &Tokenizer,
+    version: u64,
+) -> Result<Box<dyn RolloutEngine>, TrainerError> {
+    let EngineConfig::LlamaCpp {
+        server,
+        server_args,
+        concurrency,
+        ..
+    } = &config.rollout.engine
+    else {
+        return Err(not_this_engine("llama.cpp", &config.rollout.engine));
+    };
+    let dir = config.out_dir.join("engine");
+    let initial = dir.join("initial");
+    std::fs::create_dir_all(&initial).map_err(|e| TrainerError::io(&initial, e))?;
+    policy.save(&initial)?;
+    tokenizer.save(initial.join("tokenizer.json"))?;
+    let gguf = dir.join("model.gguf");
+    rl_models::export_gguf(&initial, &gguf, GgufDtype::F32)?;
+    let ctx = concurrency * (config.rollout.max_new_tokens + 2048);
+    let mut args: Vec<String> = [
+        "-c".to_string(),
+        ctx.to_string(),
+        "-np".into(),
+        concurrency.to_string(),
+        "-ctk".into(),
+        "f32".into(),
+        "-ctv".into(),
+        "f32".into(),
+        "-fa".into(),
+        "off".into(),
+    ]
+    .into();
+    args.extend(server_args.iter().cloned());
+    let wait = Duration::from_secs(300);
+    let mut srv = ManagedServer::start(
+        server,
+        LLAMA_SERVER_LAUNCH,
+        &gguf,
+        free_port()?,
+        &args,
+        &dir.join("server.log"),
+        wait,
+    )?;
+    let url = srv.url();
+    let tok = tokenizer.clone();
+    let reload = Box::new(move |weights: &Path| -> Result<(), String> {
+        tok.save(weights.join("tokenizer.json"))
+            .map_err(|e| e.to_string())?;
+        rl_models::export_gguf(weights, &gguf, GgufDtype::F32).map_err(|e| e.to_string())?;
+        srv.restart(&gguf, wait).map_err(|e| e.to_string())
+    });
+    Ok(Box::new(LlamaCppEngine::new(
+        &url,
+        config.rollout.engine.retry().unwrap_or_default(),
+        version,
+        policy.vocab_size(),
+        *concurrency,
+        Some(reload),
+    )?))
+}
+
+/// `vllm serve` on 127.0.0.1 on the policy's weights as HF safetensors (`out_dir/weights`),
+/// restarted on the new weights at every sync, with its capabilities probed before training.
+fn build_vllm<B: AutodiffBackend, P: Policy<B>>(
+    config: &TrainConfig,
+    policy: &P,
+    version: u64,
+) -> Result<Box<dyn RolloutEngine>, TrainerError> {
+    let EngineConfig::Vllm {
+        server,
+        server_args,
+        processed_logprobs,
+        concurrency,
+        startup_timeout_s,
+        ..
+    } = &config.rollout.engine
+    else {
+        return Err(not_this_engine("vLLM", &config.rollout.engine));
+    };
+    let weights = config.out_dir.join("weights");
+    atomic_dir(&weights, |tmp| policy.save(tmp))?;
+    let mut args: Vec<String> = vec!["--skip-tokenizer-init".into()];
+    args.extend(server_args.iter().cloned());
+    let wait = Duration::from_secs_f64(*startup_timeout_s);
+    let log = config.out_dir.join("vllm.log");
+    let mut srv = ManagedServer::start(
+        server,
+        VLLM_LAUNCH,
+        &weights,
+        free_port()?,
+        &args,
+        &log,
+        wait,
+    )?;
+    let url = srv.url();
+    let reload = Box::new(move |dir: &Path| -> Result<(), String> {
+        srv.restart(dir, wait).map_err(|e| e.to_string())
+    });
+    let options = VllmOptions {
+        model: None,
+        concurrency: *concurrency,
+        processed_logprobs: *processed_logprobs,
+    };
+    let engine = VllmEngine::new(
+        &url,
+        config.rollout.engine.retry().unwrap_or_default(),
+        version,
+        policy.vocab_size(),
+        options,
+        Some(reload),
+    )?;
+    engine.probe(&[0])?;
+    Ok(Box::new(engine))
+}
+
+fn not_this_engine(wanted: &str, got: &EngineConfig) -> TrainerError {
+    TrainerError::EngineLaunch {
+        message: format!("not a {wanted} engine: {got:?}"),
+    }
+}
+
+/// A port on 127.0.0.1 that was free a moment ago, for a server this process starts.
+fn free_port() -> Result<u16, TrainerError> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| TrainerError::EngineLaunch {
+            message: format!("no free port on 127.0.0.1 for the engine server: {e}"),
+        })
+}

@@ -1,0 +1,158 @@
+//! The behaviour phase: π_old (the policy before this step's updates) and, with KL, reference
+//! log-probs of every response token, fixed at the start of the step, and the
+//! importance-sampling correction of the engine/trainer gap against the engine's log-probs
+//! (`rl-loss`'s [`IsCorrection`]).
+
+use burn::tensor::backend::AutodiffBackend;
+use rl_loss::{IsCorrection, IsStats, sequence_weights};
+use rl_sampler::RolloutGroup;
+
+use super::Trainer;
+use crate::TrainerError;
+use crate::parallel::scatter;
+use crate::policy::Policy;
+use crate::rollout::Rollout;
+
+/// Per-token log-probs of every rollout's response under the policy before the step's updates
+/// (π_old) and, with KL, under the reference policy.
+#[derive(Clone, Debug, Default)]
+pub struct BehaviourLogprobs {
+    /// π_old, one vector per rollout.
+    pub old: Vec<Vec<f32>>,
+    /// π_ref, one vector per rollout (KL only).
+    pub reference: Option<Vec<Vec<f32>>>,
+}
+
+/// The importance-sampling correction of a step's rollouts (see [`rl_loss::IsCorrection`]).
+#[derive(Clone, Debug, Default)]
+pub struct ImportanceWeights {
+    /// False for `none`: the loss takes no weights and no masks.
+    pub active: bool,
+    /// Per rollout, one weight per response token.
+    pub weights: Vec<Vec<f32>>,
+    /// Per rollout, false where a response token is masked.
+    pub keep: Vec<Vec<bool>>,
+    /// |log π_old − log π_rollout|, truncation and mask counts over the trained tokens.
+    pub stats: IsStats,
+}
+
+/// What the behaviour phase returns for a batch: log-probs and importance weights of the
+/// rollouts this worker trains on, laid out at every rollout's place in the batch (the other
+/// workers' entries are empty), with the importance-sampling statistics summed over workers.
+#[derive(Clone, Debug, Default)]
+pub struct Behaviour {
+    /// π_old and π_ref.
+    pub logprobs: BehaviourLogprobs,
+    /// The importance-sampling correction.
+    pub is: ImportanceWeights,
+}
+
+impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
+    /// π_old and, with KL, reference log-probs of every response token of `items`, computed in
+    /// micro-batches of `optim.micro_batch` sequences.
+    pub fn behaviour_logprobs(
+        &self,
+        items: &[&Rollout],
+    ) -> Result<BehaviourLogprobs, TrainerError> {
+        let micro = self.config.optim.micro_batch;
+        let t = self.logprob_temperature();
+        let old = response_logprobs(self.policy(), items, micro, t)?;
+        let reference = match &self.reference {
+            Some(rp) => Some(response_logprobs(rp, items, micro, t)?),
+            None => None,
+        };
+        Ok(BehaviourLogprobs { old, reference })
+    }
+
+    /// Importance-sampling phase: per-token weights and masks from π_old (`old`) and each
+    /// rollout's engine log-probs under `loss.is_correction` (resolved), with the mismatch
+    /// statistics of the trained rollouts.
+    pub fn importance_weights(
+        &self,
+        items: &[&Rollout],
+        old: &[Vec<f32>],
+    ) -> Result<ImportanceWeights, TrainerError> {
+        let mut out = ImportanceWeights {
+            active: !matches!(self.is_correction, IsCorrection::None | IsCorrection::Auto),
+            ..ImportanceWeights::default()
+        };
+        for (i, (r, o)) in items.iter().zip(old).enumerate() {
+            let w = sequence_weights(&self.is_correction, o, &r.rollout_logp).map_err(|e| {
+                TrainerError::Batch {
+                    sequence: i,
+                    message: format!("importance weights: {e}"),
+                }
+            })?;
+            if r.train {
+                out.stats.merge(&w.stats);
+            }
+            out.weights.push(w.weights);
+            out.keep.push(w.keep);
+        }
+        Ok(out)
+    }
+
+    /// The behaviour phase of a batch: [`Trainer::behaviour_logprobs`] and
+    /// [`Trainer::importance_weights`] of this worker's groups, scattered to their places.
+    pub fn behaviour(&self, groups: &[RolloutGroup<Rollout>]) -> Result<Behaviour, TrainerError> {
+        let mut mine = Vec::new();
+        let mut at = Vec::new();
+        let mut i = 0;
+        for (gi, g) in groups.iter().enumerate() {
+            for it in &g.items {
+                if self.parallel.owns(gi) {
+                    mine.push(it);
+                    at.push(i);
+                }
+                i += 1;
+            }
+        }
+        let BehaviourLogprobs { old, reference } = self.behaviour_logprobs(&mine)?;
+        let local = self.importance_weights(&mine, &old)?;
+        let is = ImportanceWeights {
+            active: local.active,
+            weights: scatter(&at, i, local.weights),
+            keep: scatter(&at, i, local.keep),
+            stats: self.parallel.sum_is_stats(&local.stats)?,
+        };
+        Ok(Behaviour {
+            logprobs: BehaviourLogprobs {
+                old: scatter(&at, i, old),
+                reference: reference.map(|r| scatter(&at, i, r)),
+            },
+            is,
+        })
+    }
+}
+
+/// Detached log-probs of each rollout's response tokens under `policy`, one vector of
+/// `response.len()` values per rollout, in micro-batches of `micro` sequences.
+fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
+    policy: &P,
+    items: &[&Rollout],
+    micro: usize,
+    temperature: f32,
+) -> Result<Vec<Vec<f32>>, TrainerError> {
+    let mut out = Vec::with_capacity(items.len());
+    for (c, chunk) in items.chunks(micro.max(1)).enumerate() {
+        if let Some(i) = chunk.iter().position(|r| r.prompt_ids.is_empty()) {
+            return Err(TrainerError::Batch {
+                sequence: c * micro.max(1) + i,
+                message: "empty prompt: the first response token has no context".into(),
+            });
+        }
+        let ids: Vec<Vec<u32>> = chunk
+            .iter()
+            .map(|r| [r.prompt_ids.as_slice(), &r.response].concat())
+            .collect();
+        let starts: Vec<usize> = chunk.iter().map(|r| r.prompt_ids.len() - 1).collect();
+        let width = chunk
+            .iter()
+            .map(|r| r.response.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        out.extend(policy.logprobs_detached(&ids, &starts, width, temperature)?);
+    }
+    Ok(out)
+}

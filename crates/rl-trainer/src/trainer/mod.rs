@@ -1,0 +1,614 @@
+//! The trainer. One step is a chain of named phases ([`Trainer::step`]), each in its own file:
+//!
+//! | phase | file | what it reads → what it returns |
+//! |---|---|---|
+//! | generate, score, filter | [`rounds`] | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
+//! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
+//! | old/reference log-probs, IS weights | [`logprobs`] | kept groups → [`Behaviour`] |
+//! | update | [`update`] | batch + advantages + behaviour → [`UpdateStats`] |
+//! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
+//! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
+//!
+//! Around the loop: [`checkpoint`] (atomic save, exact resume), [`eval`] (held-out avg@k),
+//! [`probe`] (the Theorem 3.1 probe), [`prompts`] (rendering and caching prompt ids).
+//! Data parallelism is [`DataParallel`], called unconditionally by the phases: a single process
+//! is its world of one.
+//!
+//! With `rollout.max_staleness = k ≥ 1` the engine runs on its own thread and the first round
+//! of step t+1 is submitted before step t's update ([`Trainer::prefetch`]), so generation
+//! overlaps training; rollouts more than k versions old are dropped.
+//!
+//! The library prints nothing: [`Trainer::run`] reports every step and checkpoint to a callback
+//! as a [`RunEvent`], and the command line renders them.
+
+mod checkpoint;
+mod eval;
+mod logprobs;
+mod probe;
+mod prompts;
+mod rounds;
+mod update;
+
+use std::path::Path;
+use std::time::Instant;
+
+use burn::tensor::backend::AutodiffBackend;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch};
+use rl_loss::IsCorrection;
+use rl_models::Tokenizer;
+use rl_rollout::{RolloutEngine, WeightsKind, WeightsRef};
+use rl_sampler::{BatcherConfig, DynamicBatcher, KeepRate, RolloutGroup};
+use rl_verifier::Verifier;
+use serde::{Deserialize, Serialize};
+
+use checkpoint::SavedRound;
+pub(crate) use checkpoint::atomic_dir;
+pub use checkpoint::{config_diff, latest_checkpoint};
+pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
+pub(crate) use prompts::Prompts;
+pub use rounds::{CollectedBatch, GenerationStats, ReceivedRound, SubmittedRound};
+pub use update::{TrainBatch, UpdateStats};
+
+use crate::TrainerError;
+use crate::config::TrainConfig;
+use crate::data::{Dataset, SamplerState};
+use crate::engine::{EngineHandle, LocalEngine, Pending, build_engine};
+use crate::metrics::{MetricsWriter, PhaseTimes, StepMetrics, StepRecord, step_metrics};
+use crate::optim::{AdamWOptimizer, lr_at};
+use crate::parallel::{Collective, DataParallel};
+use crate::policy::Policy;
+use crate::rollout::Rollout;
+
+/// Everything besides weights and optimizer moments that a checkpoint restores.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrainerState {
+    /// Completed steps.
+    pub step: usize,
+    /// Prompt sampler position.
+    pub sampler: SamplerState,
+    /// The trainer's RNG (generation seeds, mini-batch order).
+    pub rng: ChaCha8Rng,
+    /// Next group id.
+    pub next_group: u64,
+    /// Responses generated so far.
+    #[serde(default)]
+    pub rollouts: u64,
+    /// Groups seen and kept so far (adaptive round sizing).
+    #[serde(default)]
+    pub keep_rate: KeepRate,
+    /// Optimizer updates skipped in a row for non-finite losses or gradients.
+    #[serde(default)]
+    pub consecutive_skips: usize,
+}
+
+impl TrainerState {
+    /// The state of a new run seeded with `seed`.
+    fn fresh(seed: u64) -> Self {
+        Self {
+            step: 0,
+            sampler: SamplerState::default(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            next_group: 0,
+            rollouts: 0,
+            keep_rate: KeepRate::default(),
+            consecutive_skips: 0,
+        }
+    }
+}
+
+/// What [`Trainer::run`] reports to its callback.
+#[derive(Clone, Copy, Debug)]
+pub enum RunEvent<'a> {
+    /// The run starts (or resumes) at `step` of `total`.
+    Started {
+        /// Steps already done.
+        step: usize,
+        /// `config.steps`.
+        total: usize,
+    },
+    /// A step finished (step 0: the evaluation before the first step), with its metrics as
+    /// written to `metrics.jsonl`; `last` on the run's final step.
+    Step {
+        /// The step's metrics (with the evaluation, when one ran).
+        metrics: &'a StepMetrics,
+        /// `config.steps`.
+        total: usize,
+        /// Whether this is the last step (steps or the rollout budget exhausted).
+        last: bool,
+    },
+    /// A checkpoint was written.
+    Checkpoint {
+        /// Its folder.
+        path: &'a Path,
+    },
+    /// The run is done.
+    Finished,
+}
+
+/// The models and state a trainer starts from: a new run's, or a checkpoint's.
+struct Start<B: AutodiffBackend, P: Policy<B>> {
+    policy: P,
+    reference: Option<P>,
+    optim: AdamWOptimizer<B, P>,
+    state: TrainerState,
+    inflight: Option<SavedRound>,
+}
+
+/// The training loop for a policy `P` on backend `B`.
+pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
+    config: TrainConfig,
+    policy: Option<P>,
+    reference: Option<P>,
+    optim: AdamWOptimizer<B, P>,
+    prompts: Prompts,
+    verifier: Box<dyn Verifier>,
+    estimator: Box<dyn AdvantageEstimator>,
+    batcher: DynamicBatcher<Rollout>,
+    sampler: crate::data::PromptSampler,
+    state: TrainerState,
+    allowed_vocab: usize,
+    device: B::Device,
+    writers: Writers,
+    engine: EngineHandle,
+    prefetched: Option<SubmittedRound>,
+    is_correction: IsCorrection,
+    parallel: DataParallel<B::InnerBackend>,
+}
+
+/// The files a run appends to while it runs (rank 0 only).
+#[derive(Default)]
+struct Writers {
+    metrics: Option<MetricsWriter>,
+    probe: Option<MetricsWriter>,
+}
+
+/// Token ids that end a response: `<|im_end|>` and `<|endoftext|>` where the tokenizer has them.
+pub fn end_token_ids(tokenizer: &Tokenizer) -> Vec<u32> {
+    ["<|im_end|>", "<|endoftext|>"]
+        .iter()
+        .filter_map(|t| tokenizer.token_to_id(t))
+        .collect()
+}
+
+impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
+    /// A new run. The reference policy for KL (if configured with β > 0) is a frozen copy of
+    /// `policy`.
+    pub fn new(
+        config: TrainConfig,
+        policy: P,
+        tokenizer: Tokenizer,
+        train: Dataset,
+        eval: Option<Dataset>,
+        device: B::Device,
+    ) -> Result<Self, TrainerError> {
+        let start = Start {
+            policy,
+            reference: None,
+            optim: AdamWOptimizer::new(&config.optim),
+            state: TrainerState::fresh(config.seed),
+            inflight: None,
+        };
+        Self::assemble(config, start, tokenizer, train, eval, device)
+    }
+
+    /// Continues the run saved at checkpoint folder `ckpt` (see [`latest_checkpoint`]).
+    pub fn resume(
+        config: TrainConfig,
+        ckpt: &Path,
+        tokenizer: Tokenizer,
+        train: Dataset,
+        eval: Option<Dataset>,
+        device: B::Device,
+    ) -> Result<Self, TrainerError> {
+        let start = checkpoint::load(&config, ckpt, &device)?;
+        Self::assemble(config, start, tokenizer, train, eval, device)
+    }
+
+    fn assemble(
+        config: TrainConfig,
+        start: Start<B, P>,
+        tokenizer: Tokenizer,
+        train: Dataset,
+        eval: Option<Dataset>,
+        device: B::Device,
+    ) -> Result<Self, TrainerError> {
+        config.validate()?;
+        if train.is_empty() {
+            return Err(TrainerError::Config {
+                field: "data.train".into(),
+                message: "the training set is empty".into(),
+            });
+        }
+        let Start {
+            policy,
+            reference,
+            optim,
+            state,
+            inflight,
+        } = start;
+        let uses_kl = config.loss.kl.is_some_and(|k| k.coef > 0.0);
+        let reference = if uses_kl {
+            Some(reference.unwrap_or_else(|| policy.clone()))
+        } else {
+            None
+        };
+        let verifier = config
+            .reward
+            .verifier
+            .build()
+            .map_err(|e| TrainerError::Config {
+                field: "reward.verifier".into(),
+                message: e.to_string(),
+            })?;
+        let estimator = config.advantage.build(config.rollout.group_size)?;
+        let batcher = DynamicBatcher::new(
+            BatcherConfig {
+                target_groups: config.batch.groups_per_step,
+                max_gen_rounds: config.batch.max_gen_rounds,
+                on_exhausted: config.batch.on_exhausted,
+            },
+            config.filter.build()?,
+        )?;
+        let prompts = Prompts::new(&config, tokenizer, train, eval)?;
+        let allowed_vocab = config
+            .model
+            .allowed_vocab_size
+            .unwrap_or_else(|| prompts.tokenizer.num_defined_ids())
+            .min(policy.vocab_size());
+        let sampler =
+            crate::data::PromptSampler::restore(prompts.train.len(), config.seed, state.sampler);
+        let engine = build_engine(
+            &config,
+            &policy,
+            &prompts.tokenizer,
+            allowed_vocab,
+            state.step as u64,
+        )?;
+        let in_process = engine.weights_kind() == WeightsKind::InProcess;
+        let needs_sync = engine.version() != state.step as u64;
+        let engine = EngineHandle::new(engine, config.rollout.max_staleness > 0)?;
+        let is_correction = config
+            .loss
+            .is_correction
+            .resolve(in_process && config.rollout.max_staleness == 0);
+        let parallel = DataParallel::single();
+        let prefetched = inflight.map(|r| SubmittedRound {
+            owned: parallel.owned(r.prompts.len()),
+            prompts: r.prompts,
+            pending: Pending::Ready(Ok(r.completions)),
+        });
+        let mut trainer = Self {
+            config,
+            policy: Some(policy),
+            reference,
+            optim,
+            prompts,
+            verifier,
+            estimator,
+            batcher,
+            sampler,
+            state,
+            allowed_vocab,
+            device,
+            writers: Writers::default(),
+            engine,
+            prefetched,
+            is_correction,
+            parallel,
+        };
+        // A remote engine that serves another version (a fresh server: the base model) gets
+        // this run's weights before the first round.
+        if needs_sync {
+            trainer.sync_weights()?;
+        }
+        Ok(trainer)
+    }
+
+    /// Makes this trainer one data-parallel worker of the world `collective` joined
+    /// (docs/distributed.md; [`crate::distributed::Worker`] with the `distributed` feature).
+    /// Every worker runs the same configuration from the same state; see [`crate::parallel`]
+    /// for what each computes and exchanges. Rank 0 writes metrics and checkpoints.
+    /// Asynchronous rollouts (`rollout.max_staleness` ≥ 1) are not supported yet.
+    pub fn with_collective(
+        mut self,
+        collective: Box<dyn Collective<B::InnerBackend>>,
+    ) -> Result<Self, TrainerError> {
+        if self.config.rollout.max_staleness > 0 {
+            return Err(TrainerError::Config {
+                field: "rollout.max_staleness".into(),
+                message: format!(
+                    "{} with data-parallel workers: only synchronous rollouts (0) are supported",
+                    self.config.rollout.max_staleness
+                ),
+            });
+        }
+        self.parallel = DataParallel::new(collective);
+        Ok(self)
+    }
+
+    /// Takes the data-parallel world out (to leave it after training), leaving a single
+    /// process.
+    pub fn take_parallel(&mut self) -> DataParallel<B::InnerBackend> {
+        std::mem::take(&mut self.parallel)
+    }
+
+    /// The data-parallel world this trainer is a worker of (one worker by default).
+    pub fn parallel(&self) -> &DataParallel<B::InnerBackend> {
+        &self.parallel
+    }
+
+    /// Generates rollouts with `engine` instead of the in-process [`LocalEngine`], on the
+    /// training thread with synchronous rollouts and on a background thread when
+    /// `rollout.max_staleness` ≥ 1. `loss.is_correction = "auto"` becomes `token_tis` (C = 2)
+    /// unless the engine shares this process and rollouts are synchronous. The engine is given
+    /// the current weights first unless it already serves this run's version.
+    pub fn with_engine(self, engine: Box<dyn RolloutEngine>) -> Result<Self, TrainerError> {
+        let background = self.config.rollout.max_staleness > 0;
+        self.install_engine(engine, background)
+    }
+
+    /// [`Trainer::with_engine`] with the engine always on a background thread (also with
+    /// synchronous rollouts, e.g. to keep a slow remote engine's calls off the training thread;
+    /// the results are the same as inline).
+    pub fn with_engine_in_background(
+        self,
+        engine: Box<dyn RolloutEngine>,
+    ) -> Result<Self, TrainerError> {
+        self.install_engine(engine, true)
+    }
+
+    fn install_engine(
+        mut self,
+        engine: Box<dyn RolloutEngine>,
+        background: bool,
+    ) -> Result<Self, TrainerError> {
+        let current = engine.version() == self.state.step as u64;
+        let in_process = engine.weights_kind() == WeightsKind::InProcess;
+        self.prefetched = None;
+        self.engine = EngineHandle::new(engine, background)?;
+        self.is_correction = self
+            .config
+            .loss
+            .is_correction
+            .resolve(in_process && self.config.rollout.max_staleness == 0);
+        if !current {
+            self.sync_weights()?;
+        }
+        Ok(self)
+    }
+
+    /// A new [`LocalEngine`] serving the current policy weights as the current version, with the
+    /// run's generation batch and allowed vocabulary (to wrap in a test or custom engine).
+    pub fn local_engine(&self) -> LocalEngine<P::Generator> {
+        LocalEngine::new(
+            self.policy().generator(),
+            self.state.step as u64,
+            self.config.rollout.generation_batch,
+            Some(self.allowed_vocab),
+        )
+    }
+
+    /// The importance-sampling correction in use (`auto` resolved).
+    pub fn is_correction(&self) -> IsCorrection {
+        self.is_correction
+    }
+
+    /// The current policy.
+    pub fn policy(&self) -> &P {
+        self.policy
+            .as_ref()
+            .expect("the policy is only taken during an update")
+    }
+
+    /// Consumes the trainer, returning the policy.
+    pub fn into_policy(mut self) -> P {
+        self.policy
+            .take()
+            .expect("the policy is only taken during an update")
+    }
+
+    /// Completed steps.
+    pub fn step_count(&self) -> usize {
+        self.state.step
+    }
+
+    /// The resolved configuration.
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    /// The temperature of every log-prob the loss reads (π_rollout, π_old, π_θ, π_ref).
+    fn logprob_temperature(&self) -> f32 {
+        self.config.rollout.sampling(&[]).logprob_temperature()
+    }
+
+    /// Advantages phase: the kept groups' responses (explicit group ids), in group order.
+    pub fn advantages(
+        &self,
+        groups: &[RolloutGroup<Rollout>],
+    ) -> Result<BatchAdvantages, TrainerError> {
+        let samples: Vec<Sample> = groups
+            .iter()
+            .flat_map(|g| {
+                g.items
+                    .iter()
+                    .map(move |it| Sample::new(g.group, it.reward, it.correct))
+            })
+            .collect();
+        Ok(compute_batch(self.estimator.as_ref(), &samples, None)?)
+    }
+
+    /// Weight-sync phase: hands the policy's weights to the engine as version `state.step` —
+    /// in process for the local engine, else as HF safetensors in `out_dir/weights`.
+    pub fn sync_weights(&mut self) -> Result<(), TrainerError> {
+        let version = self.state.step as u64;
+        let weights = match self.engine.weights_kind() {
+            WeightsKind::InProcess => WeightsRef::InProcess(Box::new(self.policy().generator())),
+            WeightsKind::Directory => {
+                let dir = self
+                    .config
+                    .rollout
+                    .engine
+                    .weights_dir()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| self.config.out_dir.join("weights"));
+                let policy = self.policy();
+                atomic_dir(&dir, |tmp| policy.save(tmp))?;
+                WeightsRef::Directory(dir)
+            }
+        };
+        self.engine.update_weights(weights, version)?;
+        Ok(())
+    }
+
+    /// Counts the step as done and hands the updated weights to the engine as the next version
+    /// ([`Trainer::sync_weights`]); returns the version the step trained (the steps before it).
+    pub fn finish_step(&mut self) -> Result<u64, TrainerError> {
+        let trained = self.state.step as u64;
+        self.state.step += 1;
+        self.sync_weights()?;
+        Ok(trained)
+    }
+
+    /// One training step: the phases of the module documentation, in order.
+    pub fn step(&mut self) -> Result<StepMetrics, TrainerError> {
+        let t0 = Instant::now();
+        let step = self.state.step + 1;
+        let lr = lr_at(&self.config.optim, self.state.step);
+
+        let batch = self.collect_batch()?; // generate → score → filter
+        let time_rollout = t0.elapsed().as_secs_f64();
+        let adv = self.advantages(&batch.groups)?;
+        self.prefetch()?; // k ≥ 1: the next step's first round generates during this update
+
+        let t1 = Instant::now();
+        let behaviour = self.behaviour(&batch.groups)?;
+        let time_logprobs = t1.elapsed().as_secs_f64();
+
+        let t2 = Instant::now();
+        let train = TrainBatch {
+            groups: &batch.groups,
+            advantages: &adv.advantages,
+            behaviour: &behaviour,
+        };
+        let update = self.update(step, lr, &train)?;
+        let time_train = t2.elapsed().as_secs_f64();
+
+        let t3 = Instant::now();
+        let version = self.finish_step()?;
+        let time_sync = t3.elapsed().as_secs_f64();
+
+        self.state.rollouts += batch.stats.responses_charged();
+        Ok(step_metrics(&StepRecord {
+            step,
+            lr,
+            weight_version: version,
+            rollouts_total: self.state.rollouts,
+            generation: &batch.stats,
+            groups: &batch.groups,
+            advantages: &adv,
+            is: &behaviour.is.stats,
+            update: &update,
+            times: PhaseTimes {
+                rollout_s: time_rollout,
+                logprobs_s: time_logprobs,
+                train_s: time_train,
+                sync_s: time_sync,
+                step_s: t0.elapsed().as_secs_f64(),
+            },
+        }))
+    }
+
+    /// Runs until `config.steps` steps are done: evaluation before the first step (when
+    /// starting fresh), every `eval.every` steps and after the last; metrics to
+    /// `out_dir/metrics.jsonl`; checkpoints every `checkpoint.every` steps and at the end.
+    /// `on_event` sees the start, every step's metrics, every checkpoint and the end.
+    pub fn run(&mut self, mut on_event: impl FnMut(RunEvent<'_>)) -> Result<(), TrainerError> {
+        let out = self.config.out_dir.clone();
+        std::fs::create_dir_all(&out).map_err(|e| TrainerError::io(&out, e))?;
+        let fresh = self.state.step == 0;
+        let leads = self.parallel.is_leader();
+        if leads {
+            self.open_outputs(&out, fresh)?;
+        }
+        let total = self.config.steps;
+        on_event(RunEvent::Started {
+            step: self.state.step,
+            total,
+        });
+        if fresh && self.prompts.eval.is_some() {
+            let m = StepMetrics {
+                step: 0,
+                eval: self.evaluate(0)?,
+                ..StepMetrics::default()
+            };
+            self.write(&m)?;
+            on_event(RunEvent::Step {
+                metrics: &m,
+                total,
+                last: false,
+            });
+        }
+        let budget = self.config.rollout_budget as u64;
+        let exhausted = |st: &TrainerState| budget > 0 && st.rollouts >= budget;
+        while self.state.step < total && !exhausted(&self.state) {
+            let mut m = self.step()?;
+            let s = m.step;
+            let last = s >= total || exhausted(&self.state);
+            let e = self.config.eval.every;
+            if (e > 0 && s % e == 0) || last {
+                m.eval = self.evaluate(s as u64)?;
+            }
+            self.write(&m)?;
+            on_event(RunEvent::Step {
+                metrics: &m,
+                total,
+                last,
+            });
+            let every = self.config.checkpoint.every;
+            if leads && ((every > 0 && s % every == 0) || last) {
+                let path = self.save_checkpoint()?;
+                on_event(RunEvent::Checkpoint { path: &path });
+            }
+        }
+        on_event(RunEvent::Finished);
+        Ok(())
+    }
+
+    /// Rank 0 at the start of a run: the resolved config, the frozen reference model (KL) and
+    /// the metrics and probe files (a resumed run drops what its killed run wrote after the
+    /// checkpoint).
+    fn open_outputs(&mut self, out: &Path, fresh: bool) -> Result<(), TrainerError> {
+        let cfg_path = out.join("config.toml");
+        std::fs::write(&cfg_path, self.config.to_toml())
+            .map_err(|e| TrainerError::io(&cfg_path, e))?;
+        if fresh && let Some(r) = &self.reference {
+            let dir = out.join("reference");
+            if !dir.join("config.json").exists() {
+                atomic_dir(&dir, |tmp| r.save(tmp))?;
+            }
+        }
+        self.writers.metrics = Some(MetricsWriter::open(
+            &out.join("metrics.jsonl"),
+            (!fresh).then_some(self.state.step),
+        )?);
+        self.writers.probe = if self.config.probe.is_off() {
+            None
+        } else {
+            Some(MetricsWriter::open(
+                &out.join("probe.jsonl"),
+                Some(self.state.step),
+            )?)
+        };
+        Ok(())
+    }
+
+    fn write(&mut self, m: &StepMetrics) -> Result<(), TrainerError> {
+        if let Some(w) = &mut self.writers.metrics {
+            w.write(m)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,242 @@
+//! The generate → score → filter phases: generation rounds until dynamic sampling has a batch.
+//!
+//! A round is submitted to the engine ([`Trainer::submit_round`]: prompts sized by
+//! [`rl_sampler::RoundSizing`], one seed per chunk of `rollout.generation_batch` sequences),
+//! received ([`Trainer::receive_round`]: stale or aborted groups dropped), scored
+//! ([`crate::rollout::Scorer`]), exchanged between data-parallel workers, numbered, and handed
+//! to the batcher ([`Trainer::collect_batch`]). [`GenerationStats`] sums every response generated
+//! in a step's rounds.
+
+use std::collections::BTreeMap;
+
+use burn::tensor::backend::AutodiffBackend;
+use rand::RngCore;
+use rl_advantage::GroupId;
+use rl_rollout::{Completion, FinishReason, staleness};
+use rl_sampler::{BatchReport, RolloutGroup};
+use rl_verifier::OutcomeCounts;
+
+use super::Trainer;
+use crate::TrainerError;
+use crate::engine::Pending;
+use crate::metrics::pass_rate_bin;
+use crate::parallel::{DroppedGroups, RoundShare, own_requests};
+use crate::policy::Policy;
+use crate::rollout::{Rollout, Scorer, group_completions, round_requests};
+
+/// A round handed to the engine: the prompts (data-set indices) and its completions to come.
+pub struct SubmittedRound {
+    /// Data-set indices of the round's prompts.
+    pub prompts: Vec<usize>,
+    /// The positions in `prompts` this worker generates (all of them in a single process).
+    pub owned: Vec<usize>,
+    /// The engine's answer.
+    pub pending: Pending,
+}
+
+/// A round's completions as received, without the groups that may not be trained on.
+pub struct ReceivedRound {
+    /// The kept prompts' positions in the round.
+    pub positions: Vec<usize>,
+    /// Their data-set indices.
+    pub prompts: Vec<usize>,
+    /// Their G completions each.
+    pub completions: Vec<Vec<Completion>>,
+    /// The groups dropped: staler than `rollout.max_staleness`, or aborted by the engine.
+    pub dropped: DroppedGroups,
+}
+
+/// The batch dynamic sampling returned, and what the step's rounds generated.
+pub struct CollectedBatch {
+    /// The kept groups, numbered in round order.
+    pub groups: Vec<RolloutGroup<Rollout>>,
+    /// Sums over every response the step generated.
+    pub stats: GenerationStats,
+}
+
+/// Sums over every response generated in a step's rounds (all of them, kept or not).
+#[derive(Clone, Debug, Default)]
+pub struct GenerationStats {
+    /// Responses generated.
+    pub generated: usize,
+    /// Correct responses.
+    pub correct: usize,
+    /// Sum of shaped rewards.
+    pub reward_sum: f64,
+    /// Responses that hit `max_new_tokens`.
+    pub truncated: usize,
+    /// Generated tokens.
+    pub gen_tokens: usize,
+    /// Per tier: (correct, responses).
+    pub tiers: BTreeMap<String, (usize, usize)>,
+    /// Pass-rate histogram of every generated group.
+    pub pass_rate_hist: [usize; 5],
+    /// Verifier outcomes.
+    pub outcomes: OutcomeCounts,
+    /// The batcher's counters for the emitted batch.
+    pub report: BatchReport,
+    /// Groups dropped before scoring: staler than `rollout.max_staleness`, or aborted.
+    pub dropped: DroppedGroups,
+}
+
+impl GenerationStats {
+    /// Adds a scored round.
+    pub fn observe_round(&mut self, groups: &[RolloutGroup<Rollout>]) {
+        for g in groups {
+            self.pass_rate_hist[pass_rate_bin(g.pass_rate())] += 1;
+            for it in &g.items {
+                self.generated += 1;
+                self.reward_sum += it.reward;
+                self.correct += it.correct as usize;
+                self.truncated += (it.finish == FinishReason::Length) as usize;
+                self.gen_tokens += it.response.len();
+                if let Some(t) = &it.tier {
+                    let e = self.tiers.entry(t.clone()).or_default();
+                    e.0 += it.correct as usize;
+                    e.1 += 1;
+                }
+            }
+        }
+    }
+
+    /// Responses the step charges to the rollout budget: generated and dropped ones.
+    pub fn responses_charged(&self) -> u64 {
+        (self.generated + self.dropped.responses) as u64
+    }
+}
+
+impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
+    /// Generation phase, first half: samples the next round's prompts (as many as
+    /// [`rl_sampler::RoundSizing`] says for the groups still needed), draws one seed per chunk of
+    /// `rollout.generation_batch` sequences and hands this worker's requests to the engine.
+    pub fn submit_round(&mut self) -> Result<SubmittedRound, TrainerError> {
+        let r = &self.config.rollout;
+        let needed = self
+            .config
+            .batch
+            .groups_per_step
+            .saturating_sub(self.batcher.pending());
+        let count = self.config.batch.round_sizing.prompts(
+            &self.state.keep_rate.with(&self.batcher.report()),
+            needed,
+            r.prompts_per_round,
+        );
+        let idx = self.sampler.next(count);
+        let rendered = self.prompts.render(&idx)?;
+        let prompts = self.prompts.round(&idx, rendered);
+        let params = r.sampling(&self.prompts.end_ids);
+        let rng = &mut self.state.rng;
+        let mut seeds = || rng.next_u64();
+        let requests = round_requests(
+            &prompts,
+            r.group_size,
+            &params,
+            r.generation_batch,
+            &mut seeds,
+        );
+        let owned = self.parallel.owned(idx.len());
+        let requests = own_requests(requests, &owned, r.group_size);
+        let pending = self.engine.submit(requests)?;
+        Ok(SubmittedRound {
+            prompts: idx,
+            owned,
+            pending,
+        })
+    }
+
+    /// Generation phase, second half: waits for a submitted round and returns G completions per
+    /// prompt of this worker's share, without the groups that may not be trained on — those
+    /// with a completion more than `rollout.max_staleness` versions behind the policy of this
+    /// step, or aborted by the engine — which it counts.
+    pub fn receive_round(&self, round: SubmittedRound) -> Result<ReceivedRound, TrainerError> {
+        let replies = round.pending.wait()?;
+        let groups = group_completions(replies, round.owned.len(), self.config.rollout.group_size)?;
+        let policy_version = self.state.step as u64;
+        let k = self.config.rollout.max_staleness as u64;
+        let mut out = ReceivedRound {
+            positions: Vec::with_capacity(groups.len()),
+            prompts: Vec::with_capacity(groups.len()),
+            completions: Vec::with_capacity(groups.len()),
+            dropped: DroppedGroups::default(),
+        };
+        for (pos, g) in round.owned.into_iter().zip(groups) {
+            let stale = g.iter().any(|c| staleness(policy_version, c.version) > k);
+            let aborted = g.iter().any(|c| c.finish == FinishReason::Abort);
+            if stale || aborted {
+                out.dropped.add(DroppedGroups {
+                    groups: 1,
+                    responses: g.len(),
+                });
+            } else {
+                out.positions.push(pos);
+                out.prompts.push(round.prompts[pos]);
+                out.completions.push(g);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Scoring phase of a received round: decoded, verified, shaped responses grouped by prompt,
+    /// with their positions in the round and the verifier's outcome counts.
+    fn score_round(&mut self, received: ReceivedRound) -> Result<RoundShare, TrainerError> {
+        let rendered = self.prompts.render(&received.prompts)?;
+        let prompts = self.prompts.round(&received.prompts, rendered);
+        let scorer = Scorer {
+            verifier: self.verifier.as_ref(),
+            rewards: self.config.reward_map(),
+            overlong: self.config.reward.overlong,
+            tokenizer: &self.prompts.tokenizer,
+            end_ids: &self.prompts.end_ids,
+        };
+        let mut outcomes = OutcomeCounts::default();
+        let groups = scorer.score_round(&prompts, received.completions, &mut outcomes)?;
+        Ok(RoundShare {
+            groups: received.positions.into_iter().zip(groups).collect(),
+            outcomes,
+            dropped: received.dropped,
+        })
+    }
+
+    /// Generation rounds — generate, score, filter — until the batcher returns a batch. The
+    /// first round may have been submitted by [`Trainer::prefetch`] during the previous step.
+    pub fn collect_batch(&mut self) -> Result<CollectedBatch, TrainerError> {
+        let mut stats = GenerationStats::default();
+        loop {
+            let round = match self.prefetched.take() {
+                Some(r) => r,
+                None => self.submit_round()?,
+            };
+            let received = self.receive_round(round)?;
+            let share = self.score_round(received)?;
+            let round = self.parallel.exchange_round(share)?;
+            // Group ids in round order (with workers: the same on every worker).
+            let mut groups: Vec<RolloutGroup<Rollout>> =
+                round.groups.into_iter().map(|(_, g)| g).collect();
+            for g in &mut groups {
+                g.group = GroupId(self.state.next_group);
+                self.state.next_group += 1;
+            }
+            self.probe_round(&groups)?;
+            stats.dropped.add(round.dropped);
+            stats.outcomes.merge(&round.outcomes);
+            stats.observe_round(&groups);
+            if let Some(batch) = self.batcher.push_round(groups)? {
+                self.state.keep_rate.observe(&batch.report);
+                stats.report = batch.report;
+                return Ok(CollectedBatch {
+                    groups: batch.groups,
+                    stats,
+                });
+            }
+        }
+    }
+
+    /// With `rollout.max_staleness` ≥ 1: submits the next step's first round now, so that the
+    /// engine generates it (with the weights of this step's rollouts) while this step trains.
+    pub fn prefetch(&mut self) -> Result<(), TrainerError> {
+        if self.config.rollout.max_staleness > 0 && self.prefetched.is_none() {
+            self.prefetched = Some(self.submit_round()?);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,144 @@
+//! The update phase: μ epochs × `optim.mini_batches` optimizer updates over mini-batches of
+//! whole groups, each one [`crate::update::policy_update_sharded`] over this worker's groups.
+
+use burn::tensor::backend::AutodiffBackend;
+use rand::seq::SliceRandom;
+use rl_loss::LossMetrics;
+use rl_sampler::RolloutGroup;
+
+use super::{Behaviour, Trainer};
+use crate::TrainerError;
+use crate::policy::Policy;
+use crate::rollout::Rollout;
+use crate::update::{TrainSeq, UpdateSettings, policy_update_sharded};
+
+/// What the update phase trains on: the kept groups, one advantage per response (in group
+/// order) and the behaviour phase's log-probs and importance weights.
+#[derive(Clone, Copy)]
+pub struct TrainBatch<'a> {
+    /// The kept groups.
+    pub groups: &'a [RolloutGroup<Rollout>],
+    /// One advantage per response, in group order.
+    pub advantages: &'a [f64],
+    /// π_old, π_ref and the importance-sampling correction, one entry per response.
+    pub behaviour: &'a Behaviour,
+}
+
+/// What a step's updates did.
+#[derive(Clone, Debug, Default)]
+pub struct UpdateStats {
+    /// Loss metrics merged over the applied updates.
+    pub loss: LossMetrics,
+    /// Sum of the applied updates' pre-clip gradient norms.
+    pub grad_norm_sum: f64,
+    /// Updates applied.
+    pub applied: usize,
+    /// Updates skipped (non-finite loss or gradient).
+    pub skipped: usize,
+    /// Prompt + response tokens forwarded, summed over the workers.
+    pub trained_tokens: usize,
+}
+
+impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
+    /// μ epochs × `optim.mini_batches` optimizer updates over mini-batches of whole groups
+    /// (shuffled with the run's RNG when there is more than one update). An update whose loss
+    /// or gradient norm is not finite is skipped and counted; `optim.max_consecutive_skips`
+    /// skips in a row stop training with [`TrainerError::Diverged`].
+    pub fn update(
+        &mut self,
+        step: usize,
+        lr: f64,
+        batch: &TrainBatch<'_>,
+    ) -> Result<UpdateStats, TrainerError> {
+        let TrainBatch {
+            groups,
+            advantages,
+            behaviour,
+        } = *batch;
+        let (old, reference, is) = (
+            &behaviour.logprobs.old,
+            behaviour.logprobs.reference.as_deref(),
+            &behaviour.is,
+        );
+        let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
+        let mut starts = Vec::with_capacity(groups.len());
+        let mut k = 0;
+        for g in groups {
+            starts.push(k);
+            k += g.items.len();
+        }
+        let settings = UpdateSettings {
+            lr,
+            loss: &self.config.loss,
+            micro_batch: self.config.optim.micro_batch,
+            temperature: self.logprob_temperature(),
+        };
+        let mb = self.config.optim.mini_batches;
+        let mut stats = UpdateStats::default();
+        for _ in 0..self.config.optim.epochs {
+            let mut order: Vec<usize> = (0..groups.len()).collect();
+            if self.config.optim.epochs > 1 || mb > 1 {
+                order.shuffle(&mut self.state.rng);
+            }
+            for part in 0..mb {
+                let lo = part * order.len() / mb;
+                let hi = (part + 1) * order.len() / mb;
+                let mut seqs = Vec::new();
+                for &gi in &order[lo..hi] {
+                    if !self.parallel.owns(gi) {
+                        continue;
+                    }
+                    for i in starts[gi]..starts[gi] + groups[gi].items.len() {
+                        let r = items[i];
+                        seqs.push(TrainSeq {
+                            prompt: &r.prompt_ids,
+                            response: &r.response,
+                            old_logp: &old[i],
+                            ref_logp: reference.map(|v| v[i].as_slice()),
+                            advantage: advantages[i] as f32,
+                            train: r.train,
+                            is_weights: is.active.then(|| is.weights[i].as_slice()),
+                            keep: is.active.then(|| is.keep[i].as_slice()),
+                        });
+                        stats.trained_tokens += r.prompt_ids.len() + r.response.len();
+                    }
+                }
+                let policy = self.policy.take().expect("policy present");
+                let out = policy_update_sharded(
+                    policy,
+                    &mut self.optim,
+                    settings,
+                    &seqs,
+                    &self.device,
+                    &self.parallel,
+                )?;
+                self.policy = Some(out.policy);
+                if out.applied {
+                    self.state.consecutive_skips = 0;
+                    stats.loss.merge(&out.metrics);
+                    stats.grad_norm_sum += out.grad_norm;
+                    stats.applied += 1;
+                } else {
+                    self.state.consecutive_skips += 1;
+                    stats.skipped += 1;
+                    let limit = self.config.optim.max_consecutive_skips;
+                    if self.state.consecutive_skips >= limit {
+                        return Err(TrainerError::Diverged {
+                            step,
+                            message: format!(
+                                "{} consecutive updates skipped (optim.max_consecutive_skips = \
+                                 {limit}); the last had loss {} and gradient norm {}",
+                                self.state.consecutive_skips, out.metrics.loss, out.grad_norm
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        stats.trained_tokens = self
+            .parallel
+            .sum("summing trained tokens", &[stats.trained_tokens as f64])?[0]
+            as usize;
+        Ok(stats)
+    }
+}
