@@ -21,7 +21,8 @@ pub type WgpuBackend = burn::backend::Wgpu;
 pub type CudaBackend = burn::backend::Cuda;
 
 /// A backend the user can ask for with `--backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// burn `flex` on the CPU (always available).

@@ -1,7 +1,10 @@
 //! # rlvr — reinforcement learning with verifiable rewards on burn
 //!
-//! The umbrella package: it re-exports the workspace crates, selects the backend once
-//! ([`backend`]), draws plots ([`plot`]) and implements the `rlvr` command line ([`cli`]).
+//! The umbrella package: a facade that re-exports the workspace crates and selects the backend
+//! once ([`backend`]); with its default feature `cli`, also the `rlvr` command line (`cli`) and
+//! the experiments it runs — `compare`, `study`, `mixing`, their statistics (`stats`), plots
+//! (`plot`) and reports (`report`). A library user who wants the facade only depends on it with
+//! `default-features = false, features = ["cpu"]` and compiles neither clap nor plotters.
 //!
 //! | crate | what it does | burn? |
 //! |---|---|---|
@@ -22,12 +25,19 @@ pub use rl_trainer as trainer;
 pub use rl_verifier as verifier;
 
 pub mod backend;
+#[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "cli")]
 pub mod compare;
 /// The embedded arithmetic run, which lives in `rl_trainer::tasks::demo`.
 pub use rl_trainer::tasks::demo;
+#[cfg(feature = "cli")]
 pub mod mixing;
+#[cfg(feature = "cli")]
 pub mod plot;
+#[cfg(feature = "cli")]
 pub mod report;
+#[cfg(feature = "cli")]
 pub mod stats;
+#[cfg(feature = "cli")]
 pub mod study;
