@@ -7,6 +7,18 @@ use super::{EngineConfig, PromptTemplate, TrainConfig};
 use crate::TrainerError;
 
 impl TrainConfig {
+    /// The verifier of `reward.verifier` (built once for validation and once for the run, from
+    /// this one place).
+    pub fn build_verifier(&self) -> Result<Box<dyn rl_verifier::Verifier>, TrainerError> {
+        self.reward
+            .verifier
+            .build()
+            .map_err(|e| TrainerError::Config {
+                field: "reward.verifier".into(),
+                message: e.to_string(),
+            })
+    }
+
     /// Cross-field checks; every message names the field.
     pub fn validate(&self) -> Result<(), TrainerError> {
         let bad = |field: &str, message: String| {
@@ -161,13 +173,7 @@ impl TrainConfig {
             field: "loss".into(),
             message: e.to_string(),
         })?;
-        self.reward
-            .verifier
-            .build()
-            .map_err(|e| TrainerError::Config {
-                field: "reward.verifier".into(),
-                message: e.to_string(),
-            })?;
+        self.build_verifier()?;
         if let Some(r) = &self.reward.rewards {
             r.validate().map_err(|e| TrainerError::Config {
                 field: "reward.rewards".into(),

@@ -234,14 +234,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         } else {
             None
         };
-        let verifier = config
-            .reward
-            .verifier
-            .build()
-            .map_err(|e| TrainerError::Config {
-                field: "reward.verifier".into(),
-                message: e.to_string(),
-            })?;
+        let verifier = config.build_verifier()?;
         let estimator = config.advantage.build(config.rollout.group_size)?;
         let batcher = DynamicBatcher::new(
             BatcherConfig {
