@@ -21,7 +21,7 @@ use burn_collective::{CollectiveConfig, PeerId, ReduceOperation};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
-use crate::parallel::Collective;
+use crate::parallel::{Collective, sum_by_rank};
 
 /// How the workers reach each other.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -358,10 +358,7 @@ impl<B: Backend> Worker<B> {
     /// Σ over workers of each value, added in rank order in f64 (the same result on every
     /// worker).
     pub fn sum(&self, what: &str, values: &[f64]) -> Result<Vec<f64>, TrainerError> {
-        let all = self.all_gather(what, values)?;
-        Ok((0..values.len())
-            .map(|i| all.iter().map(|v| v[i]).sum())
-            .collect())
+        Ok(sum_by_rank(&self.all_gather(what, values)?, values.len()))
     }
 
     /// Leaves the collective (every worker calls it at the end).

@@ -173,10 +173,7 @@ impl<B: Backend> DataParallel<B> {
         if self.world_size() == 1 {
             return Ok(values.to_vec());
         }
-        let all = self.all_gather(what, values)?;
-        Ok((0..values.len())
-            .map(|i| all.iter().map(|v| v[i]).sum())
-            .collect())
+        Ok(sum_by_rank(&self.all_gather(what, values)?, values.len()))
     }
 
     /// The global token and sequence counts of a mini-batch split over the workers.
@@ -392,6 +389,12 @@ pub struct RoundShare {
     pub outcomes: OutcomeCounts,
     /// Groups the share dropped before scoring.
     pub dropped: DroppedGroups,
+}
+
+/// Σ over ranks of each of `n` gathered values, added in rank order in f64 (the same result on
+/// every worker).
+pub fn sum_by_rank(all: &[Vec<f64>], n: usize) -> Vec<f64> {
+    (0..n).map(|i| all.iter().map(|v| v[i]).sum()).collect()
 }
 
 /// `len` empty entries, with `values[k]` placed at `at[k]` (a worker's share of a batch, laid
