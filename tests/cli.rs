@@ -74,6 +74,7 @@ intermediate_size = 64
 [sft]
 steps = 8
 batch_size = 16
+[sft.optim]
 micro_batch = 16
 "#;
 
@@ -482,6 +483,7 @@ op = "+"
 [sft]
 steps = 150
 batch_size = 16
+[sft.optim]
 micro_batch = 16
 [train.rollout]
 group_size = 4

@@ -1,7 +1,7 @@
 use rl_advantage::GroupId;
 use serde::{Deserialize, Serialize};
 
-use crate::{GroupFilter, SamplerError};
+use crate::{GroupFilter, RoundSizing, SamplerError};
 
 /// One prompt's G scored responses from one generation round, with any payload per response
 /// (token ids, log-probs, ...).
@@ -52,17 +52,23 @@ pub enum OnExhausted {
     TrainOnKept,
 }
 
-/// Batcher settings.
+/// Dynamic batching settings: the trainer's `[batch]` section, used as is.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BatcherConfig {
-    /// N: groups per training batch.
-    pub target_groups: usize,
-    /// Maximum generation rounds per batch; 0 = unlimited.
+    /// N: groups per training step (batch).
+    pub groups_per_step: usize,
+    /// Generation rounds allowed per step (0 = unlimited).
     pub max_gen_rounds: usize,
-    /// Policy when the rounds run out.
+    /// What to do when the rounds run out.
     #[serde(default)]
     pub on_exhausted: OnExhausted,
+    /// Prompts per generation round: `"adaptive"` (default) samples ⌈(N − kept)/q̂⌉ with q̂ the
+    /// run's keep rate, at most `rollout.prompts_per_round`; `"fixed"` always samples
+    /// `rollout.prompts_per_round` and drops the surplus kept groups (verl). The batcher does
+    /// not size rounds itself: the caller asks [`crate::RoundSizing::prompts`] before each one.
+    #[serde(default)]
+    pub round_sizing: RoundSizing,
 }
 
 /// Counters for one emitted batch (all explicit so that workers can sum them).
@@ -125,7 +131,12 @@ pub struct Batch<T> {
 /// use rl_advantage::GroupId;
 /// let filter = FilterConfig::from_name("dynamic_sampling").unwrap().build().unwrap();
 /// let mut b = DynamicBatcher::new(
-///     BatcherConfig { target_groups: 1, max_gen_rounds: 3, on_exhausted: Default::default() },
+///     BatcherConfig {
+///         groups_per_step: 1,
+///         max_gen_rounds: 3,
+///         on_exhausted: Default::default(),
+///         round_sizing: Default::default(),
+///     },
 ///     filter,
 /// ).unwrap();
 /// let g = |id, c: [bool; 2]| RolloutGroup { group: GroupId(id), prompt: id, rewards: vec![0.0; 2], correct: c.to_vec(), items: vec![(); 2] };
@@ -144,9 +155,9 @@ pub struct DynamicBatcher<T> {
 impl<T> DynamicBatcher<T> {
     /// Validates the configuration.
     pub fn new(config: BatcherConfig, filter: Box<dyn GroupFilter>) -> Result<Self, SamplerError> {
-        if config.target_groups == 0 {
+        if config.groups_per_step == 0 {
             return Err(SamplerError::InvalidConfig {
-                field: "target_groups",
+                field: "groups_per_step",
                 value: "0".into(),
                 expected: "an integer >= 1",
             });
@@ -190,7 +201,7 @@ impl<T> DynamicBatcher<T> {
             self.report.responses_seen += g.correct.len();
             if self.filter.keep(&g.rewards, &g.correct) {
                 self.report.groups_kept += 1;
-                if self.kept.len() < self.config.target_groups {
+                if self.kept.len() < self.config.groups_per_step {
                     self.kept.push(g);
                 } else {
                     self.report.surplus_dropped += 1;
@@ -203,7 +214,7 @@ impl<T> DynamicBatcher<T> {
                 self.report.filtered_other += 1;
             }
         }
-        if self.kept.len() >= self.config.target_groups {
+        if self.kept.len() >= self.config.groups_per_step {
             return Ok(Some(self.emit(false)));
         }
         if self.config.max_gen_rounds > 0 && self.report.rounds >= self.config.max_gen_rounds {
@@ -214,7 +225,7 @@ impl<T> DynamicBatcher<T> {
                     let err = SamplerError::Exhausted {
                         rounds: r.rounds,
                         kept: self.kept.len(),
-                        needed: self.config.target_groups,
+                        needed: self.config.groups_per_step,
                         seen: r.groups_seen,
                         all_correct: r.zero_spread_all_correct,
                         all_wrong: r.zero_spread_all_wrong,

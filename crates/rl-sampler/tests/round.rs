@@ -57,9 +57,10 @@ fn adaptive_rounds_drop_far_less_surplus_than_fixed_rounds() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let mut b = DynamicBatcher::new(
             BatcherConfig {
-                target_groups: n,
+                groups_per_step: n,
                 max_gen_rounds: 0,
                 on_exhausted: Default::default(),
+                round_sizing: Default::default(),
             },
             filter(),
         )

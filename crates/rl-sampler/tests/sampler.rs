@@ -73,9 +73,10 @@ fn batcher_fills_truncates_and_reports() {
         .build()
         .unwrap();
     let cfg = BatcherConfig {
-        target_groups: 3,
+        groups_per_step: 3,
         max_gen_rounds: 0,
         on_exhausted: OnExhausted::Error,
+        round_sizing: Default::default(),
     };
     let mut b = DynamicBatcher::new(cfg, f).unwrap();
     assert!(
@@ -125,9 +126,10 @@ fn batcher_round_limit_errors_or_trains_on_kept() {
             .unwrap();
         DynamicBatcher::new(
             BatcherConfig {
-                target_groups: 4,
+                groups_per_step: 4,
                 max_gen_rounds: 2,
                 on_exhausted,
+                round_sizing: Default::default(),
             },
             f,
         )
@@ -167,9 +169,10 @@ fn malformed_groups_and_configs_are_errors() {
     let f = FilterConfig::from_name("none").unwrap().build().unwrap();
     let mut b: DynamicBatcher<u64> = DynamicBatcher::new(
         BatcherConfig {
-            target_groups: 1,
+            groups_per_step: 1,
             max_gen_rounds: 0,
             on_exhausted: OnExhausted::Error,
+            round_sizing: Default::default(),
         },
         f,
     )
@@ -184,16 +187,17 @@ fn malformed_groups_and_configs_are_errors() {
     assert!(
         DynamicBatcher::<u64>::new(
             BatcherConfig {
-                target_groups: 0,
+                groups_per_step: 0,
                 max_gen_rounds: 0,
-                on_exhausted: OnExhausted::Error
+                on_exhausted: OnExhausted::Error,
+                round_sizing: Default::default(),
             },
             f
         )
         .is_err()
     );
     let cfg: Result<BatcherConfig, _> =
-        serde_json::from_str(r#"{"target_groups":2,"max_gen_rounds":1,"typo":1}"#);
+        serde_json::from_str(r#"{"groups_per_step":2,"max_gen_rounds":1,"typo":1}"#);
     assert!(cfg.is_err());
 }
 
@@ -228,9 +232,10 @@ fn exhausted_advice_fits_the_configuration() {
             .build()
             .unwrap();
         let cfg = BatcherConfig {
-            target_groups: 4,
+            groups_per_step: 4,
             max_gen_rounds: 2,
             on_exhausted,
+            round_sizing: Default::default(),
         };
         DynamicBatcher::new(cfg, f).unwrap()
     };

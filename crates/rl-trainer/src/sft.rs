@@ -12,7 +12,11 @@ use crate::optim::{AdamWOptimizer, lr_at};
 use crate::policy::Policy;
 use crate::update::sft_update;
 
-/// Settings of the warm-start.
+/// Settings of the warm-start: how many updates of how many pairs, and the optimizer in the
+/// RL run's own `[optim]` vocabulary (`[sft.optim]` in TOML). The warm-start reads `lr`,
+/// `warmup_steps`, `weight_decay`, `grad_clip`, `beta1`, `beta2`, `eps` and `micro_batch`; it
+/// stops at the first non-finite update, and `epochs`, `mini_batches` and
+/// `max_consecutive_skips` (which describe RL steps) must be left at 1.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SftConfig {
@@ -20,18 +24,31 @@ pub struct SftConfig {
     pub steps: usize,
     /// (prompt, response) pairs per update.
     pub batch_size: usize,
-    /// Peak learning rate.
-    pub lr: f64,
-    /// Linear warm-up updates.
-    pub warmup_steps: usize,
-    /// AdamW weight decay.
-    pub weight_decay: f64,
-    /// Global gradient-norm clip (0 = off).
-    pub grad_clip: f64,
-    /// Sequences per forward/backward.
-    pub micro_batch: usize,
     /// Seed of the example order.
     pub seed: u64,
+    /// The optimizer.
+    #[serde(default = "SftConfig::default_optim")]
+    pub optim: OptimSection,
+}
+
+impl SftConfig {
+    /// The warm-start's optimizer defaults: AdamW at lr 1e-3 with 10 warm-up updates, no weight
+    /// decay, clip 1, and 128 sequences per forward/backward.
+    pub fn default_optim() -> OptimSection {
+        OptimSection {
+            lr: 1e-3,
+            warmup_steps: 10,
+            weight_decay: 0.0,
+            grad_clip: 1.0,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            epochs: 1,
+            mini_batches: 1,
+            micro_batch: 128,
+            max_consecutive_skips: 1,
+        }
+    }
 }
 
 /// Trains `policy` to produce `response` after `prompt` for the given pairs (token-mean NLL of
@@ -50,18 +67,21 @@ pub fn supervised_warm_start<B: AutodiffBackend, P: Policy<B>>(
             message: "needs at least one example and batch_size >= 1".into(),
         });
     }
+    let o = &cfg.optim;
+    if o.epochs != 1 || o.mini_batches != 1 || o.max_consecutive_skips != 1 {
+        return Err(TrainerError::Config {
+            field: "sft.optim".into(),
+            message: format!(
+                "epochs = {}, mini_batches = {}, max_consecutive_skips = {}: the warm-start \
+                 makes one update per batch and stops at the first non-finite one; leave all \
+                 three at 1",
+                o.epochs, o.mini_batches, o.max_consecutive_skips
+            ),
+        });
+    }
     let optim_cfg = OptimSection {
-        lr: cfg.lr,
-        warmup_steps: cfg.warmup_steps,
-        weight_decay: cfg.weight_decay,
-        grad_clip: cfg.grad_clip,
-        beta1: 0.9,
-        beta2: 0.999,
-        eps: 1e-8,
-        epochs: 1,
-        mini_batches: 1,
-        micro_batch: cfg.micro_batch.max(1),
-        max_consecutive_skips: 1, // the supervised loop stops at the first non-finite update
+        micro_batch: o.micro_batch.max(1),
+        ..*o
     };
     let mut optim = AdamWOptimizer::<B, P>::new(&optim_cfg);
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);

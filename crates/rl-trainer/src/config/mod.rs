@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use rl_advantage::EstimatorConfig;
 use rl_loss::{Aggregation, LossConfig, PolicyLoss};
 use rl_rollout::{RetryPolicy, SamplingParams};
-use rl_sampler::{FilterConfig, OnExhausted, RoundSizing};
+use rl_sampler::{BatcherConfig, FilterConfig, OnExhausted, RoundSizing};
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
@@ -250,30 +250,17 @@ fn default_startup() -> f64 {
 fn default_concurrency() -> usize {
     4
 }
+// The request timeout and retries default to rl-rollout's `RetryPolicy::default()`, the one
+// place they are written.
 fn default_timeout() -> f64 {
-    300.0
+    RetryPolicy::default().timeout_s
 }
 fn default_retries() -> usize {
-    3
+    RetryPolicy::default().max_retries
 }
 
-/// Dynamic batching.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BatchSection {
-    /// N: groups per training step.
-    pub groups_per_step: usize,
-    /// Generation rounds allowed per step (0 = unlimited).
-    pub max_gen_rounds: usize,
-    /// What to do when the rounds run out.
-    #[serde(default)]
-    pub on_exhausted: OnExhausted,
-    /// Prompts per generation round: `"adaptive"` (default) samples ⌈(N − kept)/q̂⌉ with q̂ the
-    /// run's keep rate, at most `rollout.prompts_per_round`; `"fixed"` always samples
-    /// `rollout.prompts_per_round` and drops the surplus kept groups (verl).
-    #[serde(default)]
-    pub round_sizing: RoundSizing,
-}
+/// Dynamic batching (`[batch]`): rl-sampler's batcher settings, used as is.
+pub type BatchSection = BatcherConfig;
 
 /// Verification and reward shaping.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

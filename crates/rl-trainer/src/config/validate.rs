@@ -6,17 +6,37 @@ use rl_loss::PolicyLoss;
 use super::{EngineConfig, PromptTemplate, TrainConfig};
 use crate::TrainerError;
 
+fn config_error(field: &str, e: impl std::fmt::Display) -> TrainerError {
+    TrainerError::Config {
+        field: field.into(),
+        message: e.to_string(),
+    }
+}
+
 impl TrainConfig {
-    /// The verifier of `reward.verifier` (built once for validation and once for the run, from
-    /// this one place).
+    // The three registries' objects are built here and only here, for validation and for the
+    // run, so that a config that validates builds the same objects the run trains with.
+
+    /// The verifier of `reward.verifier`.
     pub fn build_verifier(&self) -> Result<Box<dyn rl_verifier::Verifier>, TrainerError> {
         self.reward
             .verifier
             .build()
-            .map_err(|e| TrainerError::Config {
-                field: "reward.verifier".into(),
-                message: e.to_string(),
-            })
+            .map_err(|e| config_error("reward.verifier", e))
+    }
+
+    /// The advantage estimator of `advantage`, for groups of `rollout.group_size`.
+    pub fn build_estimator(
+        &self,
+    ) -> Result<Box<dyn rl_advantage::AdvantageEstimator>, TrainerError> {
+        self.advantage
+            .build(self.rollout.group_size)
+            .map_err(|e| config_error("advantage", e))
+    }
+
+    /// The group filter of `filter`.
+    pub fn build_filter(&self) -> Result<Box<dyn rl_sampler::GroupFilter>, TrainerError> {
+        self.filter.build().map_err(|e| config_error("filter", e))
     }
 
     /// Cross-field checks; every message names the field.
@@ -48,51 +68,37 @@ impl TrainConfig {
                 "contains 0 (steps are 1-based: step 1 is the first update)".into(),
             );
         }
-        let timeout = match &self.rollout.engine {
-            EngineConfig::Local => None,
-            EngineConfig::LlamaCpp {
-                concurrency,
-                timeout_s,
-                ..
-            } => {
-                if *concurrency == 0 {
-                    return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
-                }
-                Some(*timeout_s)
+        match &self.rollout.engine {
+            EngineConfig::Local => {}
+            EngineConfig::LlamaCpp { concurrency, .. } | EngineConfig::Vllm { concurrency, .. }
+                if *concurrency == 0 =>
+            {
+                return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
             }
             EngineConfig::Vllm {
-                concurrency,
-                timeout_s,
-                startup_timeout_s,
-                ..
-            } => {
-                if *concurrency == 0 {
-                    return bad("rollout.engine.concurrency", "0 (must be >= 1)".into());
-                }
-                if !(startup_timeout_s.is_finite() && *startup_timeout_s > 0.0) {
-                    return bad(
-                        "rollout.engine.startup_timeout_s",
-                        format!("{startup_timeout_s} (a finite number > 0)"),
-                    );
-                }
-                Some(*timeout_s)
+                startup_timeout_s, ..
+            } if !(startup_timeout_s.is_finite() && *startup_timeout_s > 0.0) => {
+                return bad(
+                    "rollout.engine.startup_timeout_s",
+                    format!("{startup_timeout_s} (a finite number > 0)"),
+                );
             }
-            EngineConfig::Sglang { url, timeout_s, .. } => {
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return bad(
-                        "rollout.engine.url",
-                        format!("`{url}` (an http:// URL, e.g. http://gpu-node:30000)"),
-                    );
-                }
-                Some(*timeout_s)
+            EngineConfig::Sglang { url, .. }
+                if !(url.starts_with("http://") || url.starts_with("https://")) =>
+            {
+                return bad(
+                    "rollout.engine.url",
+                    format!("`{url}` (an http:// URL, e.g. http://gpu-node:30000)"),
+                );
             }
-        };
-        if let Some(t) = timeout
-            && !(t.is_finite() && t > 0.0)
+            _ => {}
+        }
+        if let Some(retry) = self.rollout.engine.retry()
+            && !(retry.timeout_s.is_finite() && retry.timeout_s > 0.0)
         {
             return bad(
                 "rollout.engine.timeout_s",
-                format!("{t} (a finite number > 0)"),
+                format!("{} (a finite number > 0)", retry.timeout_s),
             );
         }
         if self.rollout.max_new_tokens == 0 {
@@ -159,34 +165,18 @@ impl TrainConfig {
                 "a custom template must contain {problem}".into(),
             );
         }
-        self.advantage
-            .build(self.rollout.group_size)
-            .map_err(|e| TrainerError::Config {
-                field: "advantage".into(),
-                message: e.to_string(),
-            })?;
-        self.filter.build().map_err(|e| TrainerError::Config {
-            field: "filter".into(),
-            message: e.to_string(),
-        })?;
-        self.loss.validate().map_err(|e| TrainerError::Config {
-            field: "loss".into(),
-            message: e.to_string(),
-        })?;
+        self.build_estimator()?;
+        self.build_filter()?;
+        self.loss.validate().map_err(|e| config_error("loss", e))?;
         self.build_verifier()?;
         if let Some(r) = &self.reward.rewards {
-            r.validate().map_err(|e| TrainerError::Config {
-                field: "reward.rewards".into(),
-                message: e.to_string(),
-            })?;
+            r.validate()
+                .map_err(|e| config_error("reward.rewards", e))?;
         }
         self.reward
             .overlong
             .validate()
-            .map_err(|e| TrainerError::Config {
-                field: "reward.overlong".into(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| config_error("reward.overlong", e))?;
         Ok(())
     }
 }

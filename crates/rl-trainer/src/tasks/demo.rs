@@ -101,12 +101,8 @@ impl Default for ArithmeticDemo {
             sft: SftConfig {
                 steps: 200,
                 batch_size: 128,
-                lr: 1e-3,
-                warmup_steps: 10,
-                weight_decay: 0.0,
-                grad_clip: 1.0,
-                micro_batch: 128,
                 seed: 0,
+                optim: SftConfig::default_optim(),
             },
             train,
         }
