@@ -17,7 +17,7 @@
 //! The task, the tiny Qwen3 and its supervised warm-start come from `rl-trainer`'s embedded run
 //! (`rl_trainer::tasks::ArithmeticDemo`), the same as `cargo run --example da3po_qwen3` uses;
 //! the model is driven through the `Policy` trait (any model implementing it would do), and
-//! responses end by the trainer's rule (`rl_trainer::rollout::strip_end_tokens`). Only library
+//! responses end by the trainer's rule (`rl_trainer::scoring::strip_end_tokens`). Only library
 //! crates are used, not the `rlvr` umbrella. Every step prints one line; the loop is the `train`
 //! function, top to bottom.
 
@@ -37,7 +37,7 @@ use rl_sampler::{
     BatcherConfig, DynamicBatcher, FilterConfig, FilterMetric, OnExhausted, RolloutGroup,
 };
 use rl_trainer::data::PromptRenderer;
-use rl_trainer::rollout::strip_end_tokens;
+use rl_trainer::scoring::strip_end_tokens;
 use rl_trainer::tasks::ArithmeticDemo;
 use rl_trainer::{LocalEngine, Policy};
 
@@ -121,14 +121,15 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
         .collect::<Result<_, _>>()?;
 
     // --- The pieces ---------------------------------------------------------------------
-    let mut engine = LocalEngine::new(model.generator(), 0, 0, Some(tok.num_defined_ids()));
+    let mut engine = LocalEngine::new(model.inference(), 0, 0, Some(tok.num_defined_ids()));
     let verifier = demo.train.reward.verifier.build()?;
     let rewards = demo.train.reward_map();
     let mut batcher = DynamicBatcher::new(
         BatcherConfig {
-            target_groups: o.groups,
+            groups_per_step: o.groups,
             max_gen_rounds: 8,
             on_exhausted: OnExhausted::TrainOnKept,
+            round_sizing: Default::default(),
         },
         FilterConfig::DynamicSampling {
             metric: FilterMetric::Correct,
@@ -272,7 +273,7 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
 
         // --- sync the new weights to the engine as version `step` ---------------------------
         engine.update_weights(
-            WeightsRef::InProcess(Box::new(model.generator())),
+            WeightsRef::InProcess(Box::new(model.inference())),
             step as u64,
         )?;
 
@@ -311,7 +312,7 @@ mod tests {
             lr: 1e-4,
             seed: 1,
             demo: "hidden_size = 64\nintermediate_size = 128\nnum_attention_heads = 4\n\
-                   train_per_tier = 40\n[sft]\nsteps = 60\nbatch_size = 32\nmicro_batch = 32\n"
+                   train_per_tier = 40\n[sft]\nsteps = 60\nbatch_size = 32\n[sft.optim]\nmicro_batch = 32\n"
                 .into(),
         };
         let logs = train(&o).unwrap();

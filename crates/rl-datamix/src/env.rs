@@ -32,7 +32,7 @@ use crate::stats::categorical;
 /// LM training settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct TrainConfig {
+pub struct LmTrainConfig {
     /// Peak learning rate (3e-3).
     pub lr: f64,
     /// Final learning rate as a fraction of the peak (0.1).
@@ -53,7 +53,7 @@ pub struct TrainConfig {
     pub align_layers: usize,
 }
 
-impl Default for TrainConfig {
+impl Default for LmTrainConfig {
     fn default() -> Self {
         Self {
             lr: 3e-3,
@@ -69,7 +69,7 @@ impl Default for TrainConfig {
     }
 }
 
-impl TrainConfig {
+impl LmTrainConfig {
     /// Checks ranges for `k` domains and `n_layers` blocks.
     pub fn validate(&self, k: usize, n_layers: usize, prefix: &str) -> Result<()> {
         let err = |f: &str, m: String| Err(DatamixError::config(format!("{prefix}.{f}"), m));
@@ -129,7 +129,7 @@ pub struct StepTiming {
 
 /// The environment: a [`TinyLm`] trained on a [`Corpus`].
 pub struct LmEnv<B: AutodiffBackend> {
-    cfg: TrainConfig,
+    cfg: LmTrainConfig,
     corpus: Arc<Corpus>,
     model: TinyLm<B>,
     optim: OptimizerAdaptor<AdamW, TinyLm<B>, B>,
@@ -149,7 +149,7 @@ impl<B: AutodiffBackend> LmEnv<B> {
     /// A fresh model for `corpus`, for a run of `total_steps` steps, seeded by `seed`.
     pub fn new(
         model_cfg: &LmConfig,
-        cfg: TrainConfig,
+        cfg: LmTrainConfig,
         corpus: Arc<Corpus>,
         total_steps: usize,
         seed: u64,
@@ -392,7 +392,7 @@ mod tests {
 
     type AB = Autodiff<Flex>;
 
-    fn small() -> (LmConfig, TrainConfig, Arc<Corpus>) {
+    fn small() -> (LmConfig, LmTrainConfig, Arc<Corpus>) {
         let lm = LmConfig {
             d_model: 16,
             n_layers: 2,
@@ -406,17 +406,17 @@ mod tests {
             ..DataConfig::default()
         };
         let corpus = Arc::new(data.build(lm.seq_len, 0, Path::new(".")).unwrap());
-        let train = TrainConfig {
+        let train = LmTrainConfig {
             micro_batches: 8,
             micro_batch_size: 2,
-            ..TrainConfig::default()
+            ..LmTrainConfig::default()
         };
         (lm, train, corpus)
     }
 
     #[test]
     fn lr_schedule() {
-        let c = TrainConfig::default();
+        let c = LmTrainConfig::default();
         // 2 % of 1000 = 20 warm-up steps.
         assert!((c.lr_at(0, 1000) - 3e-3 / 20.0).abs() < 1e-12);
         assert!((c.lr_at(19, 1000) - 3e-3).abs() < 1e-12);

@@ -14,7 +14,7 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Corpus, DataConfig};
-use crate::env::{LmEnv, TrainConfig};
+use crate::env::{LmEnv, LmTrainConfig};
 use crate::error::{DatamixError, Result};
 use crate::lm::LmConfig;
 use crate::scheduler::SchedulerConfig;
@@ -70,7 +70,7 @@ pub struct ExperimentConfig {
     /// Model size.
     pub model: LmConfig,
     /// LM training.
-    pub train: TrainConfig,
+    pub train: LmTrainConfig,
     /// Domains.
     pub data: DataConfig,
 }
@@ -97,7 +97,7 @@ impl Default for ExperimentConfig {
             .collect(),
             baselines: vec!["uniform".into(), "odm".into(), "odm_group".into()],
             model: LmConfig::default(),
-            train: TrainConfig::default(),
+            train: LmTrainConfig::default(),
             data: DataConfig::default(),
         }
     }
@@ -124,9 +124,9 @@ impl ExperimentConfig {
                 d_ff: 32,
                 seq_len: 16,
             },
-            train: TrainConfig {
+            train: LmTrainConfig {
                 micro_batches: 8,
-                ..TrainConfig::default()
+                ..LmTrainConfig::default()
             },
             data: DataConfig {
                 train_chars: 4000,

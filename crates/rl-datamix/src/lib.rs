@@ -1,7 +1,7 @@
 //! # rl-datamix — online data mixing for LM pre-training
 //!
 //! The per-domain mixture of a pre-training run, re-chosen every LM step by a
-//! [`MixingScheduler`](scheduler::MixingScheduler): a static mixture, ODM (EXP3 over domains,
+//! [`MixingScheduler`]: a static mixture, ODM (EXP3 over domains,
 //! Albalak et al. 2023) or the Holistic Data Scheduler (HDS: Soft Actor-Critic with a holistic
 //! reward). The LM trainer is the scheduler's environment ([`env::LmEnv`], a small decoder LM
 //! in burn on text domains of known character, [`data`]); [`surrogate`] is a millisecond-scale

@@ -194,7 +194,7 @@ impl Default for RewardWeights {
 /// Configuration of the holistic reward.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct RewardConfig {
+pub struct HolisticRewardConfig {
     /// Component weights, default (1, 10, 10).
     pub weights: RewardWeights,
     /// Diversity measure of the quality reward.
@@ -207,7 +207,7 @@ pub struct RewardConfig {
     pub align_clip: f32,
 }
 
-impl Default for RewardConfig {
+impl Default for HolisticRewardConfig {
     fn default() -> Self {
         Self {
             weights: RewardWeights::default(),
@@ -219,7 +219,7 @@ impl Default for RewardConfig {
     }
 }
 
-impl RewardConfig {
+impl HolisticRewardConfig {
     /// Checks ranges; `prefix` is the config path for error messages.
     pub fn validate(&self, prefix: &str) -> Result<()> {
         let w = &self.weights;
@@ -266,7 +266,7 @@ impl RewardComponents {
     /// Computes the components from per-domain gradients, the drawn sequences and the monitored
     /// weight norms now and at the previous step.
     pub fn compute(
-        cfg: &RewardConfig,
+        cfg: &HolisticRewardConfig,
         k: usize,
         grads: Option<&[Vec<f32>]>,
         sequences: &[Vec<u32>],

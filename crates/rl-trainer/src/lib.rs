@@ -8,7 +8,7 @@
 //!    [`LocalEngine`] holding a copy of the policy's weights); the engine's log-probs, finish
 //!    reasons and weight versions are kept;
 //! 2. **score**: verification (`rl-verifier`) → reward mapping → overlong shaping
-//!    ([`rollout::Scorer`]);
+//!    ([`scoring::Scorer`]);
 //! 3. **filter**: DAPO's dynamic-sampling batcher (`rl-sampler`) takes rounds until N groups
 //!    pass, each round sized to the run's keep rate;
 //! 4. **advantages** (`rl-advantage`; DA3PO's DAA: Ã_i = λ·Â_i for correct responses of groups
@@ -45,14 +45,14 @@ pub mod optim;
 pub mod parallel;
 pub mod policy;
 pub mod probe;
-pub mod rollout;
+pub mod scoring;
 pub mod sft;
 pub mod tasks;
 pub mod trainer;
 pub mod update;
 
 pub use config::{ALGORITHMS, TrainConfig};
-pub use engine::{EngineHandle, EngineThread, Generator, LocalEngine};
+pub use engine::{EngineHandle, EngineThread, LocalEngine, LocalModel};
 pub use error::TrainerError;
 pub use eval::{EvalReport, TierEval};
 pub use metrics::{StepMetrics, read_metrics};

@@ -14,7 +14,7 @@ use rl_sampler::RolloutGroup;
 
 use crate::TrainerError;
 use crate::eval::EvalReport;
-use crate::rollout::Rollout;
+use crate::scoring::ScoredResponse;
 use crate::trainer::{GenerationStats, UpdateStats};
 
 /// Metrics of one training step. Field names are stable: dashboards and `rlvr compare` read
@@ -189,7 +189,7 @@ pub struct StepRecord<'a> {
     /// Sums over every response the step generated.
     pub generation: &'a GenerationStats,
     /// The kept groups trained on.
-    pub groups: &'a [RolloutGroup<Rollout>],
+    pub groups: &'a [RolloutGroup<ScoredResponse>],
     /// Their advantages and advantage statistics.
     pub advantages: &'a BatchAdvantages,
     /// Importance-sampling statistics over the trained tokens.
@@ -206,7 +206,7 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
     let rollout = r.generation;
     let per_response = |x: usize| x as f64 / rollout.generated.max(1) as f64;
     let rep = rollout.report;
-    let items: Vec<&Rollout> = r.groups.iter().flat_map(|g| g.items.iter()).collect();
+    let items: Vec<&ScoredResponse> = r.groups.iter().flat_map(|g| g.items.iter()).collect();
     let mut kept_hist = [0usize; 5];
     for g in r.groups {
         kept_hist[pass_rate_bin(g.pass_rate())] += 1;

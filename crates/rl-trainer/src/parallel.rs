@@ -35,7 +35,7 @@ use rl_verifier::OutcomeCounts;
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
-use crate::rollout::Rollout;
+use crate::scoring::ScoredResponse;
 
 /// How data-parallel workers exchange values: the transport under [`DataParallel`]. Every
 /// worker makes the same calls in the same order; a call that cannot complete (a worker died
@@ -384,7 +384,7 @@ impl DroppedGroups {
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct RoundShare {
     /// (position in the round, scored group).
-    pub groups: Vec<(usize, RolloutGroup<Rollout>)>,
+    pub groups: Vec<(usize, RolloutGroup<ScoredResponse>)>,
     /// Verifier outcomes of the share's responses.
     pub outcomes: OutcomeCounts,
     /// Groups the share dropped before scoring.

@@ -2,7 +2,7 @@
 //!
 //! A policy computes log-probs (only at the positions the loss reads: [`Policy::logprobs`] with
 //! per-sequence start positions), saves and loads itself, and hands a copy of its weights to
-//! the in-process rollout engine ([`Policy::generator`]); generation itself belongs to the
+//! the in-process rollout engine ([`Policy::inference`]); generation itself belongs to the
 //! rollout engine (`crate::engine`).
 
 use std::path::Path;
@@ -12,15 +12,15 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_models::{EntropyMode, Qwen3, TokenLogProbs};
 
 use crate::TrainerError;
-use crate::engine::Generator;
+use crate::engine::LocalModel;
 
 /// A trainable language-model policy.
 pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static {
-    /// The model the in-process engine samples with.
-    type Generator: Generator;
+    /// The model the in-process engine ([`crate::LocalEngine`]) samples with.
+    type Inference: LocalModel;
 
-    /// A copy of the current weights for generation (no autodiff graph).
-    fn generator(&self) -> Self::Generator;
+    /// A copy of the current weights for inference (no autodiff graph).
+    fn inference(&self) -> Self::Inference;
 
     /// Log-probs of the tokens after `starts[b]`: `logprobs[b, j] = log p(ids[b][s+j+1] |
     /// ids[b][..=s+j])` with s = `starts[b]`, for right-padded sequences, shape `[batch,
@@ -39,7 +39,7 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
     ) -> Result<TokenLogProbs<B>, TrainerError>;
 
     /// The same log-probs without gradient, on the host: for sequence b, the
-    /// min(width, len − 1 − starts[b]) values that exist.
+    /// min(width, len − 1 − `starts[b]`) values that exist.
     fn logprobs_detached(
         &self,
         ids: &[Vec<u32>],
@@ -59,9 +59,9 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
 }
 
 impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
-    type Generator = Qwen3<B::InnerBackend>;
+    type Inference = Qwen3<B::InnerBackend>;
 
-    fn generator(&self) -> Self::Generator {
+    fn inference(&self) -> Self::Inference {
         self.valid()
     }
 

@@ -367,10 +367,12 @@ fn a_hand_written_two_worker_loop_trains_as_trainer_step_does() {
                         let batch = t.collect_batch().unwrap();
                         let adv = t.advantages(&batch.groups).unwrap();
                         let behaviour = t.behaviour(&batch.groups).unwrap();
+                        let minibatches = t.minibatches(batch.groups.len());
                         let train = TrainBatch {
                             groups: &batch.groups,
                             advantages: &adv.advantages,
                             behaviour: &behaviour,
+                            minibatches: &minibatches,
                         };
                         let u = t.update(step, lr, &train).unwrap();
                         t.finish_step().unwrap();

@@ -484,9 +484,9 @@ struct InfiniteGradient<Bk: burn::tensor::backend::Backend> {
 }
 
 impl rl_trainer::Policy<B> for InfiniteGradient<B> {
-    type Generator = <Qwen3<B> as rl_trainer::Policy<B>>::Generator;
-    fn generator(&self) -> Self::Generator {
-        rl_trainer::Policy::<B>::generator(&self.inner)
+    type Inference = <Qwen3<B> as rl_trainer::Policy<B>>::Inference;
+    fn inference(&self) -> Self::Inference {
+        rl_trainer::Policy::<B>::inference(&self.inner)
     }
     fn logprobs(
         &self,

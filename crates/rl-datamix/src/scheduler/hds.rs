@@ -17,7 +17,7 @@ use burn::tensor::backend::AutodiffBackend;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DatamixError, Result};
-use crate::rewards::{RewardComponents, RewardConfig};
+use crate::rewards::{HolisticRewardConfig, RewardComponents};
 use crate::sac::{Sac, SacConfig, SacLosses, Transition};
 use crate::scheduler::{
     Checkpoint, MixingScheduler, OdmConfig, OdmScheduler, Requirements, StaticConfig, StepStats,
@@ -56,7 +56,7 @@ pub struct HdsConfig {
     /// SAC hyper-parameters.
     pub sac: SacConfig,
     /// Reward weights and forms.
-    pub reward: RewardConfig,
+    pub reward: HolisticRewardConfig,
     /// Scalar or per-domain critic.
     pub critic: CriticKind,
     /// Fraction of the run used for warm-up (0.02).
@@ -78,7 +78,7 @@ impl Default for HdsConfig {
     fn default() -> Self {
         Self {
             sac: SacConfig::default(),
-            reward: RewardConfig::default(),
+            reward: HolisticRewardConfig::default(),
             critic: CriticKind::Scalar,
             warmup_fraction: 0.02,
             warmup: WarmupMixture::Uniform {},

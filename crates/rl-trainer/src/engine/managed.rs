@@ -31,7 +31,7 @@ pub(crate) fn build_engine<B: AutodiffBackend, P: Policy<B>>(
 ) -> Result<Box<dyn RolloutEngine>, TrainerError> {
     match &config.rollout.engine {
         EngineConfig::Local => Ok(Box::new(LocalEngine::new(
-            policy.generator(),
+            policy.inference(),
             version,
             config.rollout.generation_batch,
             Some(allowed_vocab),
@@ -44,9 +44,51 @@ pub(crate) fn build_engine<B: AutodiffBackend, P: Policy<B>>(
             engine.health()?;
             Ok(Box::new(engine))
         }
-        EngineConfig::Vllm { .. } => build_vllm(config, policy, version),
-        EngineConfig::LlamaCpp { .. } => build_llama_cpp(config, policy, tokenizer, version),
+        EngineConfig::Vllm {
+            server,
+            server_args,
+            processed_logprobs,
+            concurrency,
+            startup_timeout_s,
+            ..
+        } => {
+            let options = VllmOptions {
+                model: None,
+                concurrency: *concurrency,
+                processed_logprobs: *processed_logprobs,
+            };
+            let startup = Duration::from_secs_f64(*startup_timeout_s);
+            let launch = Launch {
+                server,
+                server_args,
+                version,
+            };
+            build_vllm(config, policy, launch, options, startup)
+        }
+        EngineConfig::LlamaCpp {
+            server,
+            server_args,
+            concurrency,
+            ..
+        } => {
+            let launch = Launch {
+                server,
+                server_args,
+                version,
+            };
+            build_llama_cpp(config, policy, tokenizer, launch, *concurrency)
+        }
     }
+}
+
+/// What starting a managed server takes from its `[rollout.engine]` section.
+struct Launch<'a> {
+    /// The server executable.
+    server: &'a Path,
+    /// Extra arguments after the defaults.
+    server_args: &'a [String],
+    /// The weight version the server starts with.
+    version: u64,
 }
 
 /// `llama-server` on 127.0.0.1 on a GGUF (f32) export of the policy's weights, restarted on a
@@ -55,17 +97,14 @@ fn build_llama_cpp<B: AutodiffBackend, P: Policy<B>>(
     config: &TrainConfig,
     policy: &P,
     tokenizer: &Tokenizer,
-    version: u64,
+    launch: Launch<'_>,
+    concurrency: usize,
 ) -> Result<Box<dyn RolloutEngine>, TrainerError> {
-    let EngineConfig::LlamaCpp {
+    let Launch {
         server,
         server_args,
-        concurrency,
-        ..
-    } = &config.rollout.engine
-    else {
-        return Err(not_this_engine("llama.cpp", &config.rollout.engine));
-    };
+        version,
+    } = launch;
     let dir = config.out_dir.join("engine");
     let initial = dir.join("initial");
     std::fs::create_dir_all(&initial).map_err(|e| TrainerError::io(&initial, e))?;
@@ -111,7 +150,7 @@ fn build_llama_cpp<B: AutodiffBackend, P: Policy<B>>(
         config.rollout.engine.retry().unwrap_or_default(),
         version,
         policy.vocab_size(),
-        *concurrency,
+        concurrency,
         Some(reload),
     )?))
 }
@@ -121,24 +160,19 @@ fn build_llama_cpp<B: AutodiffBackend, P: Policy<B>>(
 fn build_vllm<B: AutodiffBackend, P: Policy<B>>(
     config: &TrainConfig,
     policy: &P,
-    version: u64,
+    launch: Launch<'_>,
+    options: VllmOptions,
+    wait: Duration,
 ) -> Result<Box<dyn RolloutEngine>, TrainerError> {
-    let EngineConfig::Vllm {
+    let Launch {
         server,
         server_args,
-        processed_logprobs,
-        concurrency,
-        startup_timeout_s,
-        ..
-    } = &config.rollout.engine
-    else {
-        return Err(not_this_engine("vLLM", &config.rollout.engine));
-    };
+        version,
+    } = launch;
     let weights = config.out_dir.join("weights");
     atomic_dir(&weights, |tmp| policy.save(tmp))?;
     let mut args: Vec<String> = vec!["--skip-tokenizer-init".into()];
     args.extend(server_args.iter().cloned());
-    let wait = Duration::from_secs_f64(*startup_timeout_s);
     let log = config.out_dir.join("vllm.log");
     let mut srv = ManagedServer::start(
         server,
@@ -153,11 +187,6 @@ fn build_vllm<B: AutodiffBackend, P: Policy<B>>(
     let reload = Box::new(move |dir: &Path| -> Result<(), String> {
         srv.restart(dir, wait).map_err(|e| e.to_string())
     });
-    let options = VllmOptions {
-        model: None,
-        concurrency: *concurrency,
-        processed_logprobs: *processed_logprobs,
-    };
     let engine = VllmEngine::new(
         &url,
         config.rollout.engine.retry().unwrap_or_default(),
@@ -168,12 +197,6 @@ fn build_vllm<B: AutodiffBackend, P: Policy<B>>(
     )?;
     engine.probe(&[0])?;
     Ok(Box::new(engine))
-}
-
-fn not_this_engine(wanted: &str, got: &EngineConfig) -> TrainerError {
-    TrainerError::EngineLaunch {
-        message: format!("not a {wanted} engine: {got:?}"),
-    }
 }
 
 /// A port on 127.0.0.1 that was free a moment ago, for a server this process starts.

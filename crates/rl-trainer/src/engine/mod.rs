@@ -20,9 +20,11 @@ use crate::TrainerError;
 mod managed;
 pub(crate) use managed::build_engine;
 
-/// A model that can sample continuations in process: what [`LocalEngine`] runs (for Qwen3, the
-/// trained model without autodiff).
-pub trait Generator: Send + 'static {
+/// What [`LocalEngine`] needs from a model to sample in process (for Qwen3, the trained model
+/// without autodiff, [`crate::Policy::inference`]). The trainer itself never calls it: every
+/// generation of the trainer (rollouts, evaluation, the probe) is a [`RolloutEngine`] request,
+/// and this is the in-process engine's model-side interface.
+pub trait LocalModel: Send + 'static {
     /// One continuation per prompt; prompt i draws from `streams[i]`.
     fn generate(
         &self,
@@ -41,7 +43,7 @@ pub trait Generator: Send + 'static {
         Self: Sized;
 }
 
-impl<B: Backend> Generator for Qwen3<B> {
+impl<B: Backend> LocalModel for Qwen3<B> {
     fn generate(
         &self,
         prompts: &[Vec<u32>],
@@ -68,16 +70,15 @@ impl<B: Backend> Generator for Qwen3<B> {
 /// from `ChaCha8Rng::seed_from_u64(s)` on stream o + k, where o counts the samples of earlier
 /// requests of the same call with the same seed: requests with distinct seeds are independent
 /// streams, and a caller that gives all requests of a batch one seed gets the streams 0, 1, …
-/// of that seed in order (the trainer's rounds do this, as its generator did before it was an
-/// engine). Log-probs are of softmax(logits / T) over the whole vocabulary.
-pub struct LocalEngine<G: Generator> {
+/// of that seed in order (the trainer's rounds, evaluation and probe do this). Log-probs are of softmax(logits / T) over the whole vocabulary.
+pub struct LocalEngine<G: LocalModel> {
     model: G,
     version: WeightVersion,
     max_batch: usize,
     allowed_vocab: Option<usize>,
 }
 
-impl<G: Generator> LocalEngine<G> {
+impl<G: LocalModel> LocalEngine<G> {
     /// An engine serving `model` as `version`. `allowed_vocab`: only ids below it are sampled
     /// (the tokenizer's defined ids); `None` = all.
     pub fn new(
@@ -99,6 +100,9 @@ impl<G: Generator> LocalEngine<G> {
         &self.model
     }
 
+    /// The model's decoder settings for a request's sampling parameters: the one conversion
+    /// from the engine vocabulary ([`SamplingParams`], shared by every engine) to the model's
+    /// own ([`GenerationConfig`], rl-models' HF-style `generate` settings).
     fn generation_config(&self, p: &SamplingParams) -> GenerationConfig {
         GenerationConfig {
             max_new_tokens: p.max_new_tokens,
@@ -122,7 +126,7 @@ fn same_batch(a: &SamplingParams, b: &SamplingParams) -> bool {
         && a.stop_ids == b.stop_ids
 }
 
-impl<G: Generator> RolloutEngine for LocalEngine<G> {
+impl<G: LocalModel> RolloutEngine for LocalEngine<G> {
     fn name(&self) -> String {
         "local".into()
     }

@@ -11,7 +11,7 @@ use super::Trainer;
 use crate::TrainerError;
 use crate::parallel::scatter;
 use crate::policy::Policy;
-use crate::rollout::Rollout;
+use crate::scoring::ScoredResponse;
 
 /// Per-token log-probs of every rollout's response under the policy before the step's updates
 /// (π_old) and, with KL, under the reference policy.
@@ -52,7 +52,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// micro-batches of `optim.micro_batch` sequences.
     pub fn behaviour_logprobs(
         &self,
-        items: &[&Rollout],
+        items: &[&ScoredResponse],
     ) -> Result<BehaviourLogprobs, TrainerError> {
         let micro = self.config.optim.micro_batch;
         let t = self.logprob_temperature();
@@ -69,7 +69,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// statistics of the trained rollouts.
     pub fn importance_weights(
         &self,
-        items: &[&Rollout],
+        items: &[&ScoredResponse],
         old: &[Vec<f32>],
     ) -> Result<ImportanceWeights, TrainerError> {
         let mut out = ImportanceWeights {
@@ -94,7 +94,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 
     /// The behaviour phase of a batch: [`Trainer::behaviour_logprobs`] and
     /// [`Trainer::importance_weights`] of this worker's groups, scattered to their places.
-    pub fn behaviour(&self, groups: &[RolloutGroup<Rollout>]) -> Result<Behaviour, TrainerError> {
+    pub fn behaviour(
+        &self,
+        groups: &[RolloutGroup<ScoredResponse>],
+    ) -> Result<Behaviour, TrainerError> {
         let mut mine = Vec::new();
         let mut at = Vec::new();
         let mut i = 0;
@@ -129,7 +132,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 /// `response.len()` values per rollout, in micro-batches of `micro` sequences.
 fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
     policy: &P,
-    items: &[&Rollout],
+    items: &[&ScoredResponse],
     micro: usize,
     temperature: f32,
 ) -> Result<Vec<Vec<f32>>, TrainerError> {

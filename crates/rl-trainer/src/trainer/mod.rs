@@ -2,15 +2,15 @@
 //!
 //! | phase | file | what it reads → what it returns |
 //! |---|---|---|
-//! | generate, score, filter | [`rounds`] | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
+//! | generate, score, filter | `rounds.rs` | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
 //! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
-//! | old/reference log-probs, IS weights | [`logprobs`] | kept groups → [`Behaviour`] |
-//! | update | [`update`] | batch + advantages + behaviour → [`UpdateStats`] |
+//! | old/reference log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
+//! | update | `update.rs` | batch + advantages + behaviour + mini-batches ([`Trainer::minibatches`]) → [`UpdateStats`] |
 //! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
 //! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
 //!
-//! Around the loop: [`checkpoint`] (atomic save, exact resume), [`eval`] (held-out avg@k),
-//! [`probe`] (the Theorem 3.1 probe), [`prompts`] (rendering and caching prompt ids).
+//! Around the loop: `checkpoint.rs` (atomic save, exact resume), `eval.rs` (held-out avg@k),
+//! `probe.rs` (the Theorem 3.1 probe), `prompts.rs` (rendering and caching prompt ids).
 //! Data parallelism is [`DataParallel`], called unconditionally by the phases: a single process
 //! is its world of one.
 //!
@@ -39,7 +39,7 @@ use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch};
 use rl_loss::IsCorrection;
 use rl_models::Tokenizer;
 use rl_rollout::{RolloutEngine, WeightsKind, WeightsRef};
-use rl_sampler::{BatcherConfig, DynamicBatcher, KeepRate, RolloutGroup};
+use rl_sampler::{DynamicBatcher, KeepRate, RolloutGroup};
 use rl_verifier::Verifier;
 use serde::{Deserialize, Serialize};
 
@@ -49,7 +49,7 @@ pub use checkpoint::{config_diff, latest_checkpoint};
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
 pub use rounds::{CollectedBatch, GenerationStats, ReceivedRound, SubmittedRound};
-pub use update::{TrainBatch, UpdateStats};
+pub use update::{TrainBatch, UpdateStats, plan_minibatches};
 
 use crate::TrainerError;
 use crate::config::TrainConfig;
@@ -59,7 +59,7 @@ use crate::metrics::{MetricsWriter, PhaseTimes, StepMetrics, StepRecord, step_me
 use crate::optim::{AdamWOptimizer, lr_at};
 use crate::parallel::{Collective, DataParallel};
 use crate::policy::Policy;
-use crate::rollout::Rollout;
+use crate::scoring::ScoredResponse;
 
 /// Everything besides weights and optimizer moments that a checkpoint restores.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -145,7 +145,7 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     prompts: Prompts,
     verifier: Box<dyn Verifier>,
     estimator: Box<dyn AdvantageEstimator>,
-    batcher: DynamicBatcher<Rollout>,
+    batcher: DynamicBatcher<ScoredResponse>,
     sampler: crate::data::PromptSampler,
     state: TrainerState,
     allowed_vocab: usize,
@@ -235,15 +235,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             None
         };
         let verifier = config.build_verifier()?;
-        let estimator = config.advantage.build(config.rollout.group_size)?;
-        let batcher = DynamicBatcher::new(
-            BatcherConfig {
-                target_groups: config.batch.groups_per_step,
-                max_gen_rounds: config.batch.max_gen_rounds,
-                on_exhausted: config.batch.on_exhausted,
-            },
-            config.filter.build()?,
-        )?;
+        let estimator = config.build_estimator()?;
+        let batcher = DynamicBatcher::new(config.batch, config.build_filter()?)?;
         let prompts = Prompts::new(&config, tokenizer, train, eval)?;
         let allowed_vocab = config
             .model
@@ -374,9 +367,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 
     /// A new [`LocalEngine`] serving the current policy weights as the current version, with the
     /// run's generation batch and allowed vocabulary (to wrap in a test or custom engine).
-    pub fn local_engine(&self) -> LocalEngine<P::Generator> {
+    pub fn local_engine(&self) -> LocalEngine<P::Inference> {
         LocalEngine::new(
-            self.policy().generator(),
+            self.policy().inference(),
             self.state.step as u64,
             self.config.rollout.generation_batch,
             Some(self.allowed_vocab),
@@ -420,7 +413,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// Advantages phase: the kept groups' responses (explicit group ids), in group order.
     pub fn advantages(
         &self,
-        groups: &[RolloutGroup<Rollout>],
+        groups: &[RolloutGroup<ScoredResponse>],
     ) -> Result<BatchAdvantages, TrainerError> {
         let samples: Vec<Sample> = groups
             .iter()
@@ -438,7 +431,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     pub fn sync_weights(&mut self) -> Result<(), TrainerError> {
         let version = self.state.step as u64;
         let weights = match self.engine.weights_kind() {
-            WeightsKind::InProcess => WeightsRef::InProcess(Box::new(self.policy().generator())),
+            WeightsKind::InProcess => WeightsRef::InProcess(Box::new(self.policy().inference())),
             WeightsKind::Directory => {
                 let dir = self
                     .config
@@ -481,10 +474,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let time_logprobs = t1.elapsed().as_secs_f64();
 
         let t2 = Instant::now();
+        let minibatches = self.minibatches(batch.groups.len());
         let train = TrainBatch {
             groups: &batch.groups,
             advantages: &adv.advantages,
             behaviour: &behaviour,
+            minibatches: &minibatches,
         };
         let update = self.update(step, lr, &train)?;
         let time_train = t2.elapsed().as_secs_f64();

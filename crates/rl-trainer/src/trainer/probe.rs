@@ -9,7 +9,7 @@ use super::Trainer;
 use crate::TrainerError;
 use crate::policy::Policy;
 use crate::probe::ProbeRecord;
-use crate::rollout::Rollout;
+use crate::scoring::ScoredResponse;
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// On a probed step, draws `probe.samples` extra responses for each group's prompt with the
@@ -19,7 +19,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// one.
     pub(super) fn probe_round(
         &mut self,
-        groups: &[RolloutGroup<Rollout>],
+        groups: &[RolloutGroup<ScoredResponse>],
     ) -> Result<(), TrainerError> {
         let step = self.state.step + 1;
         if self.writers.probe.is_none() || !self.config.probe.steps.contains(&step) {
@@ -27,7 +27,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         }
         let n = self.config.probe.samples;
         let r = &self.config.rollout;
-        let gen_cfg = self.generation_config(r.temperature, r.top_p, r.top_k);
+        let params = self.sampling(r.temperature, r.top_p, r.top_k);
         let mut records = Vec::with_capacity(groups.len());
         for g in groups {
             let index = g.prompt as usize;
@@ -36,7 +36,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             let seed = self.config.seed ^ 0x9B0B_E000_0000_0000 ^ (g.group.0 << 16);
             let answer = &self.prompts.train.prompts[index].answer;
             let probe_correct = self
-                .generate_texts(&inputs, gen_cfg.clone(), seed)?
+                .generate_texts(&inputs, &params, seed)?
                 .iter()
                 .filter(|text| self.verifier.verify(text, answer).outcome.is_correct())
                 .count();

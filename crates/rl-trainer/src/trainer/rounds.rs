@@ -3,7 +3,7 @@
 //! A round is submitted to the engine ([`Trainer::submit_round`]: prompts sized by
 //! [`rl_sampler::RoundSizing`], one seed per chunk of `rollout.generation_batch` sequences),
 //! received ([`Trainer::receive_round`]: stale or aborted groups dropped), scored
-//! ([`crate::rollout::Scorer`]), exchanged between data-parallel workers, numbered, and handed
+//! ([`crate::scoring::Scorer`]), exchanged between data-parallel workers, numbered, and handed
 //! to the batcher ([`Trainer::collect_batch`]). [`GenerationStats`] sums every response generated
 //! in a step's rounds.
 
@@ -22,7 +22,7 @@ use crate::engine::Pending;
 use crate::metrics::pass_rate_bin;
 use crate::parallel::{DroppedGroups, RoundShare, own_requests};
 use crate::policy::Policy;
-use crate::rollout::{Rollout, Scorer, group_completions, round_requests};
+use crate::scoring::{ScoredResponse, Scorer, group_completions, round_requests};
 
 /// A round handed to the engine: the prompts (data-set indices) and its completions to come.
 pub struct SubmittedRound {
@@ -49,7 +49,7 @@ pub struct ReceivedRound {
 /// The batch dynamic sampling returned, and what the step's rounds generated.
 pub struct CollectedBatch {
     /// The kept groups, numbered in round order.
-    pub groups: Vec<RolloutGroup<Rollout>>,
+    pub groups: Vec<RolloutGroup<ScoredResponse>>,
     /// Sums over every response the step generated.
     pub stats: GenerationStats,
 }
@@ -81,7 +81,7 @@ pub struct GenerationStats {
 
 impl GenerationStats {
     /// Adds a scored round.
-    pub fn observe_round(&mut self, groups: &[RolloutGroup<Rollout>]) {
+    pub fn observe_round(&mut self, groups: &[RolloutGroup<ScoredResponse>]) {
         for g in groups {
             self.pass_rate_hist[pass_rate_bin(g.pass_rate())] += 1;
             for it in &g.items {
@@ -210,7 +210,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             let share = self.score_round(received)?;
             let round = self.parallel.exchange_round(share)?;
             // Group ids in round order (with workers: the same on every worker).
-            let mut groups: Vec<RolloutGroup<Rollout>> =
+            let mut groups: Vec<RolloutGroup<ScoredResponse>> =
                 round.groups.into_iter().map(|(_, g)| g).collect();
             for g in &mut groups {
                 g.group = GroupId(self.state.next_group);

@@ -1,27 +1,56 @@
 //! The update phase: μ epochs × `optim.mini_batches` optimizer updates over mini-batches of
-//! whole groups, each one [`crate::update::policy_update_sharded`] over this worker's groups.
+//! whole groups ([`plan_minibatches`]), each one [`crate::update::policy_update_sharded`] over
+//! this worker's groups.
 
 use burn::tensor::backend::AutodiffBackend;
 use rand::seq::SliceRandom;
+use rand_chacha::ChaCha8Rng;
 use rl_loss::LossMetrics;
 use rl_sampler::RolloutGroup;
 
 use super::{Behaviour, Trainer};
 use crate::TrainerError;
+use crate::config::OptimSection;
 use crate::policy::Policy;
-use crate::rollout::Rollout;
+use crate::scoring::ScoredResponse;
 use crate::update::{TrainSeq, UpdateSettings, policy_update_sharded};
 
 /// What the update phase trains on: the kept groups, one advantage per response (in group
-/// order) and the behaviour phase's log-probs and importance weights.
+/// order), the behaviour phase's log-probs and importance weights, and the mini-batches
+/// ([`plan_minibatches`]).
 #[derive(Clone, Copy)]
 pub struct TrainBatch<'a> {
     /// The kept groups.
-    pub groups: &'a [RolloutGroup<Rollout>],
+    pub groups: &'a [RolloutGroup<ScoredResponse>],
     /// One advantage per response, in group order.
     pub advantages: &'a [f64],
     /// π_old, π_ref and the importance-sampling correction, one entry per response.
     pub behaviour: &'a Behaviour,
+    /// The optimizer updates in order, each the indices of its groups in `groups`.
+    pub minibatches: &'a [Vec<usize>],
+}
+
+/// The step's optimizer updates: μ = `optim.epochs` passes, each split into
+/// `optim.mini_batches` mini-batches of whole groups, as lists of group indices in update
+/// order. With more than one update, each pass shuffles the groups with `rng` (the trainer's
+/// RNG, drawn from here and nowhere else in the update).
+pub fn plan_minibatches(
+    groups: usize,
+    optim: &OptimSection,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Vec<usize>> {
+    let mb = optim.mini_batches;
+    let mut plan = Vec::with_capacity(optim.epochs * mb);
+    for _ in 0..optim.epochs {
+        let mut order: Vec<usize> = (0..groups).collect();
+        if optim.epochs > 1 || mb > 1 {
+            order.shuffle(rng);
+        }
+        for part in 0..mb {
+            plan.push(order[part * groups / mb..(part + 1) * groups / mb].to_vec());
+        }
+    }
+    plan
 }
 
 /// What a step's updates did.
@@ -40,10 +69,17 @@ pub struct UpdateStats {
 }
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
-    /// μ epochs × `optim.mini_batches` optimizer updates over mini-batches of whole groups
-    /// (shuffled with the run's RNG when there is more than one update). An update whose loss
-    /// or gradient norm is not finite is skipped and counted; `optim.max_consecutive_skips`
-    /// skips in a row stop training with [`TrainerError::Diverged`].
+    /// This step's mini-batches ([`plan_minibatches`] over `groups` kept groups), drawn from the
+    /// run's RNG: the one draw of the update phase on the RNG that also seeds generation rounds.
+    pub fn minibatches(&mut self, groups: usize) -> Vec<Vec<usize>> {
+        plan_minibatches(groups, &self.config.optim, &mut self.state.rng)
+    }
+
+    /// One optimizer update per entry of `batch.minibatches` ([`Self::minibatches`]), each over
+    /// this worker's groups of it. An update whose loss or gradient norm is not finite is
+    /// skipped and counted; `optim.max_consecutive_skips` skips in a row (across steps: the
+    /// count is the update phase's own state, saved in checkpoints) stop training with
+    /// [`TrainerError::Diverged`].
     pub fn update(
         &mut self,
         step: usize,
@@ -54,13 +90,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             groups,
             advantages,
             behaviour,
+            minibatches,
         } = *batch;
         let (old, reference, is) = (
             &behaviour.logprobs.old,
             behaviour.logprobs.reference.as_deref(),
             &behaviour.is,
         );
-        let items: Vec<&Rollout> = groups.iter().flat_map(|g| g.items.iter()).collect();
+        let items: Vec<&ScoredResponse> = groups.iter().flat_map(|g| g.items.iter()).collect();
         let mut starts = Vec::with_capacity(groups.len());
         let mut k = 0;
         for g in groups {
@@ -73,65 +110,56 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             micro_batch: self.config.optim.micro_batch,
             temperature: self.logprob_temperature(),
         };
-        let mb = self.config.optim.mini_batches;
         let mut stats = UpdateStats::default();
-        for _ in 0..self.config.optim.epochs {
-            let mut order: Vec<usize> = (0..groups.len()).collect();
-            if self.config.optim.epochs > 1 || mb > 1 {
-                order.shuffle(&mut self.state.rng);
-            }
-            for part in 0..mb {
-                let lo = part * order.len() / mb;
-                let hi = (part + 1) * order.len() / mb;
-                let mut seqs = Vec::new();
-                for &gi in &order[lo..hi] {
-                    if !self.parallel.owns(gi) {
-                        continue;
-                    }
-                    for i in starts[gi]..starts[gi] + groups[gi].items.len() {
-                        let r = items[i];
-                        seqs.push(TrainSeq {
-                            prompt: &r.prompt_ids,
-                            response: &r.response,
-                            old_logp: &old[i],
-                            ref_logp: reference.map(|v| v[i].as_slice()),
-                            advantage: advantages[i] as f32,
-                            train: r.train,
-                            is_weights: is.active.then(|| is.weights[i].as_slice()),
-                            keep: is.active.then(|| is.keep[i].as_slice()),
-                        });
-                        stats.trained_tokens += r.prompt_ids.len() + r.response.len();
-                    }
+        for minibatch in minibatches {
+            let mut seqs = Vec::new();
+            for &gi in minibatch {
+                if !self.parallel.owns(gi) {
+                    continue;
                 }
-                let policy = self.policy.take().expect("policy present");
-                let out = policy_update_sharded(
-                    policy,
-                    &mut self.optim,
-                    settings,
-                    &seqs,
-                    &self.device,
-                    &self.parallel,
-                )?;
-                self.policy = Some(out.policy);
-                if out.applied {
-                    self.state.consecutive_skips = 0;
-                    stats.loss.merge(&out.metrics);
-                    stats.grad_norm_sum += out.grad_norm;
-                    stats.applied += 1;
-                } else {
-                    self.state.consecutive_skips += 1;
-                    stats.skipped += 1;
-                    let limit = self.config.optim.max_consecutive_skips;
-                    if self.state.consecutive_skips >= limit {
-                        return Err(TrainerError::Diverged {
-                            step,
-                            message: format!(
-                                "{} consecutive updates skipped (optim.max_consecutive_skips = \
-                                 {limit}); the last had loss {} and gradient norm {}",
-                                self.state.consecutive_skips, out.metrics.loss, out.grad_norm
-                            ),
-                        });
-                    }
+                for i in starts[gi]..starts[gi] + groups[gi].items.len() {
+                    let r = items[i];
+                    seqs.push(TrainSeq {
+                        prompt: &r.prompt_ids,
+                        response: &r.response,
+                        old_logp: &old[i],
+                        ref_logp: reference.map(|v| v[i].as_slice()),
+                        advantage: advantages[i] as f32,
+                        train: r.train,
+                        is_weights: is.active.then(|| is.weights[i].as_slice()),
+                        keep: is.active.then(|| is.keep[i].as_slice()),
+                    });
+                    stats.trained_tokens += r.prompt_ids.len() + r.response.len();
+                }
+            }
+            let policy = self.policy.take().expect("policy present");
+            let out = policy_update_sharded(
+                policy,
+                &mut self.optim,
+                settings,
+                &seqs,
+                &self.device,
+                &self.parallel,
+            )?;
+            self.policy = Some(out.policy);
+            if out.applied {
+                self.state.consecutive_skips = 0;
+                stats.loss.merge(&out.metrics);
+                stats.grad_norm_sum += out.grad_norm;
+                stats.applied += 1;
+            } else {
+                self.state.consecutive_skips += 1;
+                stats.skipped += 1;
+                let limit = self.config.optim.max_consecutive_skips;
+                if self.state.consecutive_skips >= limit {
+                    return Err(TrainerError::Diverged {
+                        step,
+                        message: format!(
+                            "{} consecutive updates skipped (optim.max_consecutive_skips = \
+                             {limit}); the last had loss {} and gradient norm {}",
+                            self.state.consecutive_skips, out.metrics.loss, out.grad_norm
+                        ),
+                    });
                 }
             }
         }

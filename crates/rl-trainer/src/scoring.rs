@@ -15,7 +15,7 @@ use crate::TrainerError;
 
 /// One scored response with everything the update needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Rollout {
+pub struct ScoredResponse {
     /// Index of the prompt in the data set.
     pub prompt_index: usize,
     /// The rendered prompt (shared by the group).
@@ -150,7 +150,7 @@ impl Scorer<'_> {
         prompt: &RoundPrompt<'_>,
         g: Completion,
         outcomes: &mut OutcomeCounts,
-    ) -> Result<Rollout, TrainerError> {
+    ) -> Result<ScoredResponse, TrainerError> {
         let text = self
             .tokenizer
             .decode(strip_end_tokens(&g.tokens, self.end_ids), false)?;
@@ -161,7 +161,7 @@ impl Scorer<'_> {
             truncated: g.finish == FinishReason::Length,
         };
         let shaped = self.overlong.shape(self.rewards.reward(&v.outcome), length);
-        Ok(Rollout {
+        Ok(ScoredResponse {
             prompt_index: prompt.index,
             prompt_ids: prompt.ids.clone(),
             response: g.tokens,
@@ -185,7 +185,7 @@ impl Scorer<'_> {
         prompts: &[RoundPrompt<'_>],
         generations: Vec<Vec<Completion>>,
         outcomes: &mut OutcomeCounts,
-    ) -> Result<Vec<RolloutGroup<Rollout>>, TrainerError> {
+    ) -> Result<Vec<RolloutGroup<ScoredResponse>>, TrainerError> {
         let mut groups = Vec::with_capacity(prompts.len());
         for (i, (p, gens)) in prompts.iter().zip(generations).enumerate() {
             let items = gens
