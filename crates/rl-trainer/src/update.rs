@@ -4,7 +4,8 @@ use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rl_loss::{
-    Aggregation, GlobalCounts, LossConfig, LossInput, LossMetrics, aggregate, compute_loss,
+    Aggregation, GlobalCounts, IsCorrection, IsStats, LossConfig, LossInput, LossMetrics,
+    aggregate, compute_loss, sequence_weights,
 };
 use rl_models::EntropyMode;
 
@@ -20,8 +21,12 @@ pub struct TrainSeq<'a> {
     pub prompt: &'a [u32],
     /// Response ids (trained tokens).
     pub response: &'a [u32],
-    /// π_old log-prob of each response token.
+    /// π_old log-prob of each response token (empty, and not read, when the update takes π_old
+    /// from its own forward pass: [`OldLogprobs::ThisForward`]).
     pub old_logp: &'a [f32],
+    /// The engine's log-prob of each response token (π_rollout): read only with
+    /// [`OldLogprobs::ThisForward`], for the importance weights.
+    pub rollout_logp: &'a [f32],
     /// Reference log-prob of each response token (KL only).
     pub ref_logp: Option<&'a [f32]>,
     /// The sequence's advantage.
@@ -116,7 +121,11 @@ fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
 
 /// Every sequence of an RL mini-batch has a non-empty prompt and one π_old (and, with KL, one
 /// reference) log-prob per response token.
-fn check_lengths(seqs: &[TrainSeq<'_>], with_ref: bool) -> Result<(), TrainerError> {
+fn check_lengths(
+    seqs: &[TrainSeq<'_>],
+    with_ref: bool,
+    old: OldLogprobs,
+) -> Result<(), TrainerError> {
     for (i, s) in seqs.iter().enumerate() {
         let bad = |message: String| {
             Err(TrainerError::Batch {
@@ -127,10 +136,14 @@ fn check_lengths(seqs: &[TrainSeq<'_>], with_ref: bool) -> Result<(), TrainerErr
         if s.prompt.is_empty() {
             return bad("empty prompt: the first response token has no context".into());
         }
-        if s.old_logp.len() != s.response.len() {
+        let (name, given) = match old {
+            OldLogprobs::Given => ("π_old", s.old_logp),
+            OldLogprobs::ThisForward(_) => ("engine", s.rollout_logp),
+        };
+        if given.len() != s.response.len() {
             return bad(format!(
-                "{} π_old log-probs for a {}-token response",
-                s.old_logp.len(),
+                "{} {name} log-probs for a {}-token response",
+                given.len(),
                 s.response.len()
             ));
         }
@@ -186,6 +199,9 @@ pub struct UpdateOutcome<P> {
     /// False when the loss or the gradient norm was not finite: the update was skipped, the
     /// weights and optimizer moments are untouched.
     pub applied: bool,
+    /// With [`OldLogprobs::ThisForward`]: the importance-sampling statistics of the trained
+    /// sequences (|log π_old − log π_rollout|, truncations), summed over the workers.
+    pub is_stats: Option<IsStats>,
 }
 
 /// The settings one optimizer update runs with.
@@ -199,6 +215,35 @@ pub struct UpdateSettings<'a> {
     pub micro_batch: usize,
     /// Log-probs are of softmax(logits / `temperature`): the sampling temperature.
     pub temperature: f32,
+    /// Where π_old and the importance weights come from.
+    pub old: OldLogprobs,
+}
+
+/// Where an update's π_old (and so its importance weights) comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OldLogprobs {
+    /// Computed before the update (the behaviour phase): [`TrainSeq::old_logp`],
+    /// [`TrainSeq::is_weights`] and [`TrainSeq::keep`].
+    Given,
+    /// The batch gets exactly this one update, so π_old is the policy being updated: its
+    /// detached log-probs from this update's own forward pass, which are the values a separate
+    /// π_old pass would compute (same weights, same micro-batches, same padding). The ratio
+    /// π_θ/π_old is then exactly 1 with gradient ∇log π_θ, as in TRL's single-update GRPO. The
+    /// importance weights of the (resolved) correction are computed from these values and each
+    /// sequence's [`TrainSeq::rollout_logp`]; only corrections that mask nothing
+    /// (`none`, `token_tis`) may be used, since masks change the global token counts that every
+    /// micro-batch's loss needs before the first forward.
+    ThisForward(IsCorrection),
+}
+
+impl OldLogprobs {
+    /// [`OldLogprobs::ThisForward`] can serve an update under `correction`.
+    pub fn this_forward_allows(correction: &IsCorrection) -> bool {
+        matches!(
+            correction,
+            IsCorrection::None | IsCorrection::Auto | IsCorrection::TokenTis { .. }
+        )
+    }
 }
 
 /// One optimizer update over a mini-batch: micro-batches of `settings.micro_batch` sequences
@@ -242,16 +287,29 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         loss: loss_cfg,
         micro_batch: micro,
         temperature,
+        old: old_source,
     } = settings;
+    if let OldLogprobs::ThisForward(c) = old_source
+        && !OldLogprobs::this_forward_allows(&c)
+    {
+        return Err(TrainerError::Batch {
+            sequence: 0,
+            message: format!(
+                "π_old from the update's own forward needs a correction that masks nothing, \
+                 not {c:?}"
+            ),
+        });
+    }
     let global = parallel.sum_counts(counts(seqs))?;
     // A KL term with β = 0 needs no reference model (the trainer loads none): drop it.
     let loss_cfg = &LossConfig {
         kl: loss_cfg.kl.filter(|k| k.coef > 0.0),
         ..*loss_cfg
     };
-    check_lengths(seqs, loss_cfg.kl.is_some())?;
+    check_lengths(seqs, loss_cfg.kl.is_some(), old_source)?;
     let mut acc = GradientsAccumulator::<P>::new();
     let mut metrics = LossMetrics::default();
+    let mut is_stats = IsStats::default();
     let entropy = if loss_cfg.entropy_coef != 0.0 {
         EntropyMode::Differentiable
     } else {
@@ -261,14 +319,33 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
         let lp = policy.logprobs(&a.ids, &a.starts, a.width, entropy, temperature)?;
+        let (old_logp, is_weights) = match old_source {
+            OldLogprobs::Given => (
+                tensor::<B>(a.old, shape, device),
+                a.is_weights.map(|w| tensor::<B>(w, shape, device)),
+            ),
+            OldLogprobs::ThisForward(correction) => {
+                let old = lp.logprobs.clone().detach();
+                let host = old
+                    .to_data()
+                    .into_vec::<f32>()
+                    .map_err(|e| TrainerError::Batch {
+                        sequence: 0,
+                        message: format!("reading this update's log-probs: {e:?}"),
+                    })?;
+                let w = this_forward_weights(chunk, &host, a.width, &correction, &mut is_stats)?;
+                let active = !matches!(correction, IsCorrection::None | IsCorrection::Auto);
+                (old, active.then(|| tensor::<B>(w, shape, device)))
+            }
+        };
         let input = LossInput {
             logp: lp.logprobs,
-            old_logp: tensor::<B>(a.old, shape, device),
+            old_logp,
             advantages: tensor::<B>(a.adv, shape, device),
             mask: Tensor::from_data(TensorData::new(a.mask, shape), device),
             ref_logp: loss_cfg.kl.map(|_| tensor::<B>(a.reference, shape, device)),
             entropy: lp.entropy,
-            is_weights: a.is_weights.map(|w| tensor::<B>(w, shape, device)),
+            is_weights,
         };
         let out = compute_loss(loss_cfg, input, global)?;
         metrics.merge(&out.metrics);
@@ -276,12 +353,17 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         acc.accumulate(&policy, grads);
     }
     let metrics = parallel.sum_loss_metrics(&metrics)?;
+    let is_stats = match old_source {
+        OldLogprobs::Given => None,
+        OldLogprobs::ThisForward(_) => Some(parallel.sum_is_stats(&is_stats)?),
+    };
     if !metrics.loss.is_finite() {
         return Ok(UpdateOutcome {
             policy,
             metrics,
             grad_norm: f64::NAN,
             applied: false,
+            is_stats,
         });
     }
     let grads = parallel.all_reduce_grads(&policy, acc.grads())?;
@@ -291,7 +373,42 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         metrics,
         grad_norm: step.grad_norm,
         applied: step.applied,
+        is_stats,
     })
+}
+
+/// The importance weights of a micro-batch whose π_old is this update's forward (`old`, row
+/// i's response tokens at columns 0..len of a row of `width`), laid out like `old`; the trained
+/// sequences' statistics are added to `stats`, in sequence order as the behaviour phase adds
+/// them. A row with a non-finite log-prob keeps weights 1 and adds nothing: the update it
+/// belongs to is skipped for its non-finite loss.
+fn this_forward_weights(
+    chunk: &[TrainSeq<'_>],
+    old: &[f32],
+    width: usize,
+    correction: &IsCorrection,
+    stats: &mut IsStats,
+) -> Result<Vec<f32>, TrainerError> {
+    let mut weights = vec![1f32; chunk.len() * width];
+    for (i, s) in chunk.iter().enumerate() {
+        let row = i * width..i * width + s.response.len();
+        if old[row.clone()].iter().any(|x| !x.is_finite()) {
+            // This forward overflowed: its loss is not finite either, so the update is skipped
+            // (`UpdateOutcome::applied`) whatever the weights; the row adds no statistics.
+            continue;
+        }
+        let w = sequence_weights(correction, &old[row.clone()], s.rollout_logp).map_err(|e| {
+            TrainerError::Batch {
+                sequence: i,
+                message: format!("importance weights: {e}"),
+            }
+        })?;
+        if s.train {
+            stats.merge(&w.stats);
+        }
+        weights[row].copy_from_slice(&w.weights);
+    }
+    Ok(weights)
 }
 
 /// One supervised update: token-mean negative log-likelihood of the responses given the prompts
@@ -310,6 +427,7 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
             prompt: p,
             response: r,
             old_logp: &[],
+            rollout_logp: &[],
             ref_logp: None,
             advantage: 0.0,
             train: true,

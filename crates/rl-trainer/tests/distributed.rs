@@ -16,9 +16,7 @@ mod common;
 use std::sync::Mutex;
 
 use burn::backend::Flex;
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::prelude::*;
-use common::{B, task_model};
+use common::{B, flat, task_model};
 use rl_loss::{Aggregation, LossConfig};
 use rl_models::{Qwen3, Tokenizer};
 use rl_trainer::distributed::{Worker, WorkerConfig};
@@ -76,6 +74,7 @@ fn train_seqs(b: &[Seq]) -> Vec<TrainSeq<'_>> {
             prompt: p,
             response: r,
             old_logp: o,
+            rollout_logp: &[],
             ref_logp: None,
             advantage: *a,
             train: true,
@@ -83,27 +82,6 @@ fn train_seqs(b: &[Seq]) -> Vec<TrainSeq<'_>> {
             keep: None,
         })
         .collect()
-}
-
-struct Flatten(Vec<f32>);
-
-impl ModuleVisitor<B> for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        self.0.extend(
-            param
-                .val()
-                .into_data()
-                .convert::<f32>()
-                .to_vec::<f32>()
-                .unwrap(),
-        );
-    }
-}
-
-fn flat(model: &Qwen3<B>) -> Vec<f32> {
-    let mut v = Flatten(Vec::new());
-    model.visit(&mut v);
-    v.0
 }
 
 /// What a run of optimizer steps produced: loss and gradient norm per step, final parameters.
@@ -127,6 +105,7 @@ fn settings(loss: &LossConfig) -> UpdateSettings<'_> {
         loss,
         micro_batch: 3,
         temperature: 1.0,
+        old: rl_trainer::update::OldLogprobs::Given,
     }
 }
 

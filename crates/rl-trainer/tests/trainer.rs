@@ -773,3 +773,150 @@ fn docs_trainer_md_lists_every_field_with_its_default() {
         "docs/trainer.md's table differs from the code; the code's defaults are:\n{table}"
     );
 }
+
+/// One optimizer update per batch (one epoch of one mini-batch): the behaviour phase skips its
+/// π_old forward pass and the update takes π_old from its own forward, detached. This is the
+/// two-pass path's computation because π_old *is* the policy being updated: both run the same
+/// weights on the same sequences in the same micro-batches, so the log-probs agree up to the
+/// rounding of the two forward implementations (the detached pass goes through the inference
+/// model, a different order of f32 operations: here at most a few 1e-7 per log-prob), and with
+/// them ratios, importance weights, loss, gradient and step. Checked over two steps of DAPO
+/// (with GRPO's KL term, whose π_ref pass both paths keep) under `none` and under `token_tis`
+/// (weights from π_old against the engine's log-probs):
+/// - counts (tokens, sequences, clipped, truncated, masked tokens) are equal;
+/// - the one-pass ratio is exactly 1 and its approximate KL exactly 0 (x − x = 0 in floating
+///   point), the two-pass ratio within 1e-5 of 1;
+/// - losses and gradient norms agree to 1e-5 relative (a log-prob gap δ ≤ 1e-6 changes each
+///   ratio by ≈ δ, and the loss, a weighted mean of ratios times advantages, by as little);
+/// - Σ|log π_old − log π_rollout| agrees to tokens × 1e-6 (δ per token);
+/// - the parameters through the update they received, ‖θ₁ − θ₂‖ / ‖θ₁ − θ₀‖ < 1e-4, as in
+///   tests/distributed.rs (AdamW's ≈ lr·sign(g) step lets a parameter whose gradient is near
+///   ε move differently under rounding, but such parameters are few).
+#[test]
+fn one_update_per_batch_takes_pi_old_from_its_own_forward_exactly() {
+    use rl_loss::IsCorrection;
+    use rl_trainer::optim::lr_at;
+    use rl_trainer::trainer::TrainBatch;
+    let (model, tok) = common::task_model(5, None);
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    for correction in [IsCorrection::None, IsCorrection::TokenTis { cap: 2.0 }] {
+        let run = |two_pass: bool| {
+            let name = format!("pi-old-{}-{two_pass}", correction.name());
+            // DAPO without the filter, as in tests/distributed.rs: the soft overlong penalty
+            // gives a random model's responses different rewards, so advantages are not all 0;
+            // plus GRPO's KL term, so that the π_ref pass is covered too.
+            let mut c = common::grpo_one_update(&common::tmp("trainer", &name), 2);
+            let kl = c.loss.kl;
+            c.apply_preset("dapo").unwrap();
+            c.loss.kl = kl;
+            c.filter = FilterConfig::None;
+            c.rollout.generation_batch = c.rollout.group_size;
+            c.loss.is_correction = correction;
+            let mut t = Trainer::new(
+                c,
+                model.clone(),
+                tok.clone(),
+                train.clone(),
+                None,
+                Default::default(),
+            )
+            .unwrap();
+            assert!(t.old_from_update());
+            let mut steps = Vec::new();
+            for _ in 0..2 {
+                let step = t.step_count() + 1;
+                let lr = lr_at(&t.config().optim, t.step_count());
+                let batch = t.collect_batch().unwrap();
+                let adv = t.advantages(&batch.groups).unwrap();
+                let behaviour = if two_pass {
+                    t.behaviour_two_pass(&batch.groups).unwrap()
+                } else {
+                    t.behaviour(&batch.groups).unwrap()
+                };
+                assert_eq!(behaviour.old_from_update, !two_pass);
+                let minibatches = t.minibatches(batch.groups.len());
+                let u = t
+                    .update(
+                        step,
+                        lr,
+                        &TrainBatch {
+                            groups: &batch.groups,
+                            advantages: &adv.advantages,
+                            behaviour: &behaviour,
+                            minibatches: &minibatches,
+                        },
+                    )
+                    .unwrap();
+                assert_eq!(u.applied, 1);
+                assert!(
+                    adv.advantages.iter().any(|&a| a != 0.0),
+                    "nothing to learn from"
+                );
+                let is = u.is_stats.unwrap_or(behaviour.is.stats);
+                assert!(is.tokens > 0);
+                steps.push((u.loss, u.grad_norm_sum, is));
+                t.finish_step().unwrap();
+            }
+            (steps, common::flat(t.policy()))
+        };
+        let (one, two) = (run(false), run(true));
+        let rel = |a: f64, b: f64| (a - b).abs() / a.abs().max(b.abs()).max(1e-12);
+        for ((l1, g1, is1), (l2, g2, is2)) in one.0.iter().zip(&two.0) {
+            let c = format!("{correction:?}: {l1:?} {is1:?} vs {l2:?} {is2:?}");
+            assert_eq!(
+                (
+                    l1.tokens,
+                    l1.sequences,
+                    l1.clipped_upper,
+                    l1.clipped_lower,
+                    l1.dual_clipped
+                ),
+                (
+                    l2.tokens,
+                    l2.sequences,
+                    l2.clipped_upper,
+                    l2.clipped_lower,
+                    l2.dual_clipped
+                ),
+                "{c}"
+            );
+            assert_eq!(
+                (is1.tokens, is1.truncated, is1.masked),
+                (is2.tokens, is2.truncated, is2.masked),
+                "{c}"
+            );
+            assert!(
+                l1.ratio_max == 1.0 && l1.ratio_sum == l1.tokens as f64,
+                "{c}"
+            );
+            assert!(l1.approx_kl_sum == 0.0, "{c}");
+            assert!((l2.ratio_max - 1.0).abs() < 1e-5, "{c}");
+            for (a, b) in [
+                (l1.loss, l2.loss),
+                (l1.policy_loss, l2.policy_loss),
+                (l1.kl_loss, l2.kl_loss),
+                (l1.entropy_loss, l2.entropy_loss),
+                (*g1, *g2),
+            ] {
+                assert!(rel(a, b) < 1e-5, "{c}: {a} vs {b}");
+            }
+            assert!(
+                (is1.abs_diff_sum - is2.abs_diff_sum).abs() <= is1.tokens as f64 * 1e-6,
+                "{c}"
+            );
+        }
+        let start = common::flat(&model);
+        let norm = |a: &[f32], b: &[f32]| {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| ((x - y) as f64).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        };
+        let (gap, update) = (norm(&one.1, &two.1), norm(&one.1, &start));
+        assert!(
+            update > 0.0 && gap / update < 1e-4,
+            "{correction:?}: {gap} of {update}"
+        );
+    }
+}

@@ -12,6 +12,7 @@ use crate::TrainerError;
 use crate::parallel::scatter;
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
+use crate::update::OldLogprobs;
 
 /// Per-token log-probs of every rollout's response under the policy before the step's updates
 /// (π_old) and, with KL, under the reference policy.
@@ -39,12 +40,20 @@ pub struct ImportanceWeights {
 /// What the behaviour phase returns for a batch: log-probs and importance weights of the
 /// rollouts this worker trains on, laid out at every rollout's place in the batch (the other
 /// workers' entries are empty), with the importance-sampling statistics summed over workers.
+///
+/// When the batch gets a single optimizer update whose correction masks nothing
+/// ([`Trainer::old_from_update`]), π_old is the policy that update starts from: the phase
+/// computes only π_ref, leaves `logprobs.old` and the weights empty, and the update takes π_old,
+/// the weights and their statistics from its own forward pass
+/// ([`crate::update::OldLogprobs::ThisForward`]), which saves one forward pass over the batch.
 #[derive(Clone, Debug, Default)]
 pub struct Behaviour {
     /// π_old and π_ref.
     pub logprobs: BehaviourLogprobs,
     /// The importance-sampling correction.
     pub is: ImportanceWeights,
+    /// π_old, the importance weights and their statistics come from the update's forward.
+    pub old_from_update: bool,
 }
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
@@ -92,24 +101,36 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         Ok(out)
     }
 
-    /// The behaviour phase of a batch: [`Trainer::behaviour_logprobs`] and
-    /// [`Trainer::importance_weights`] of this worker's groups, scattered to their places.
+    /// Whether the step's update takes π_old from its own forward pass: one epoch of one
+    /// mini-batch (one optimizer update per batch, so π_old is exactly the policy being
+    /// updated) and an importance-sampling correction that masks nothing.
+    pub fn old_from_update(&self) -> bool {
+        self.config.optim.epochs == 1
+            && self.config.optim.mini_batches == 1
+            && OldLogprobs::this_forward_allows(&self.is_correction)
+    }
+
+    /// The behaviour phase of a batch: π_ref and, unless [`Trainer::old_from_update`], π_old
+    /// and the importance weights ([`Trainer::behaviour_logprobs`],
+    /// [`Trainer::importance_weights`]) of this worker's groups, scattered to their places.
     pub fn behaviour(
         &self,
         groups: &[RolloutGroup<ScoredResponse>],
     ) -> Result<Behaviour, TrainerError> {
-        let mut mine = Vec::new();
-        let mut at = Vec::new();
-        let mut i = 0;
-        for (gi, g) in groups.iter().enumerate() {
-            for it in &g.items {
-                if self.parallel.owns(gi) {
-                    mine.push(it);
-                    at.push(i);
-                }
-                i += 1;
-            }
+        if self.old_from_update() {
+            self.behaviour_reference_only(groups)
+        } else {
+            self.behaviour_two_pass(groups)
         }
+    }
+
+    /// The behaviour phase with π_old computed here, by its own forward pass, whatever the
+    /// update schedule (what [`Trainer::behaviour`] does for several updates per batch).
+    pub fn behaviour_two_pass(
+        &self,
+        groups: &[RolloutGroup<ScoredResponse>],
+    ) -> Result<Behaviour, TrainerError> {
+        let (mine, at, i) = self.owned_items(groups);
         let BehaviourLogprobs { old, reference } = self.behaviour_logprobs(&mine)?;
         let local = self.importance_weights(&mine, &old)?;
         let is = ImportanceWeights {
@@ -124,7 +145,57 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 reference: reference.map(|r| scatter(&at, i, r)),
             },
             is,
+            old_from_update: false,
         })
+    }
+
+    /// The behaviour phase when the update supplies π_old: π_ref only (with KL).
+    fn behaviour_reference_only(
+        &self,
+        groups: &[RolloutGroup<ScoredResponse>],
+    ) -> Result<Behaviour, TrainerError> {
+        let (mine, at, n) = self.owned_items(groups);
+        let reference = match &self.reference {
+            Some(rp) => {
+                let micro = self.config.optim.micro_batch;
+                let r = response_logprobs(rp, &mine, micro, self.logprob_temperature())?;
+                Some(scatter(&at, n, r))
+            }
+            None => None,
+        };
+        Ok(Behaviour {
+            logprobs: BehaviourLogprobs {
+                old: vec![Vec::new(); n],
+                reference,
+            },
+            is: ImportanceWeights {
+                active: !matches!(self.is_correction, IsCorrection::None | IsCorrection::Auto),
+                weights: vec![Vec::new(); n],
+                keep: vec![Vec::new(); n],
+                stats: IsStats::default(),
+            },
+            old_from_update: true,
+        })
+    }
+
+    /// This worker's responses of `groups`, their places in the batch, and the batch's size.
+    fn owned_items<'g>(
+        &self,
+        groups: &'g [RolloutGroup<ScoredResponse>],
+    ) -> (Vec<&'g ScoredResponse>, Vec<usize>, usize) {
+        let mut mine = Vec::new();
+        let mut at = Vec::new();
+        let mut i = 0;
+        for (gi, g) in groups.iter().enumerate() {
+            for it in &g.items {
+                if self.parallel.owns(gi) {
+                    mine.push(it);
+                    at.push(i);
+                }
+                i += 1;
+            }
+        }
+        (mine, at, i)
     }
 }
 

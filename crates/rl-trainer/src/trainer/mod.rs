@@ -497,7 +497,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             generation: &batch.stats,
             groups: &batch.groups,
             advantages: &adv,
-            is: &behaviour.is.stats,
+            is: update.is_stats.as_ref().unwrap_or(&behaviour.is.stats),
             update: &update,
             times: PhaseTimes {
                 rollout_s: time_rollout,

@@ -5,7 +5,7 @@
 use burn::tensor::backend::AutodiffBackend;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
-use rl_loss::LossMetrics;
+use rl_loss::{IsStats, LossMetrics};
 use rl_sampler::RolloutGroup;
 
 use super::{Behaviour, Trainer};
@@ -13,7 +13,7 @@ use crate::TrainerError;
 use crate::config::OptimSection;
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
-use crate::update::{TrainSeq, UpdateSettings, policy_update_sharded};
+use crate::update::{OldLogprobs, TrainSeq, UpdateSettings, policy_update_sharded};
 
 /// What the update phase trains on: the kept groups, one advantage per response (in group
 /// order), the behaviour phase's log-probs and importance weights, and the mini-batches
@@ -66,6 +66,9 @@ pub struct UpdateStats {
     pub skipped: usize,
     /// Prompt + response tokens forwarded, summed over the workers.
     pub trained_tokens: usize,
+    /// The importance-sampling statistics when π_old came from the update's forward
+    /// ([`Behaviour::old_from_update`]), summed over the workers.
+    pub is_stats: Option<IsStats>,
 }
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
@@ -109,7 +112,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             loss: &self.config.loss,
             micro_batch: self.config.optim.micro_batch,
             temperature: self.logprob_temperature(),
+            old: if behaviour.old_from_update {
+                OldLogprobs::ThisForward(self.is_correction)
+            } else {
+                OldLogprobs::Given
+            },
         };
+        // Weights computed by the behaviour phase (else the update computes them itself).
+        let weighted = is.active && !behaviour.old_from_update;
         let mut stats = UpdateStats::default();
         for minibatch in minibatches {
             let mut seqs = Vec::new();
@@ -123,11 +133,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                         prompt: &r.prompt_ids,
                         response: &r.response,
                         old_logp: &old[i],
+                        rollout_logp: &r.rollout_logp,
                         ref_logp: reference.map(|v| v[i].as_slice()),
                         advantage: advantages[i] as f32,
                         train: r.train,
-                        is_weights: is.active.then(|| is.weights[i].as_slice()),
-                        keep: is.active.then(|| is.keep[i].as_slice()),
+                        is_weights: weighted.then(|| is.weights[i].as_slice()),
+                        keep: weighted.then(|| is.keep[i].as_slice()),
                     });
                     stats.trained_tokens += r.prompt_ids.len() + r.response.len();
                 }
@@ -142,6 +153,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 &self.parallel,
             )?;
             self.policy = Some(out.policy);
+            if let Some(st) = &out.is_stats {
+                stats
+                    .is_stats
+                    .get_or_insert_with(IsStats::default)
+                    .merge(st);
+            }
             if out.applied {
                 self.state.consecutive_skips = 0;
                 stats.loss.merge(&out.metrics);

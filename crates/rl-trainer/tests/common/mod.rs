@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use burn::backend::{Autodiff, Flex};
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::prelude::*;
 use rl_models::{Qwen3, Qwen3Config, Tokenizer};
 use rl_trainer::TrainConfig;
 use rl_trainer::config::PromptTemplate;
@@ -62,4 +64,26 @@ pub fn grpo_one_update(out: &Path, steps: usize) -> TrainConfig {
     c.checkpoint.every = 0;
     c.eval.every = 0;
     c
+}
+
+struct Flatten(Vec<f32>);
+
+impl ModuleVisitor<B> for Flatten {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        self.0.extend(
+            param
+                .val()
+                .into_data()
+                .convert::<f32>()
+                .to_vec::<f32>()
+                .unwrap(),
+        );
+    }
+}
+
+/// Every parameter of `model`, flattened in visiting order.
+pub fn flat(model: &Qwen3<B>) -> Vec<f32> {
+    let mut v = Flatten(Vec::new());
+    model.visit(&mut v);
+    v.0
 }

@@ -153,6 +153,7 @@ fn settings(c: &TrainConfig) -> rl_trainer::update::UpdateSettings<'_> {
         loss: &c.loss,
         micro_batch: 4,
         temperature: 1.0,
+        old: rl_trainer::update::OldLogprobs::Given,
     }
 }
 
@@ -189,6 +190,7 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
             prompt: &prompt,
             response: &response,
             old_logp: &old,
+            rollout_logp: &[],
             ref_logp: None,
             advantage: adv,
             train: true,
@@ -229,6 +231,7 @@ fn old_log_probs_of_the_wrong_length_are_an_error() {
             prompt: &prompt,
             response: &response,
             old_logp: old,
+            rollout_logp: &[],
             ref_logp: reference,
             advantage: 1.0,
             train: true,
