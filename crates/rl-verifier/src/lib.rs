@@ -26,6 +26,11 @@
 //!   L_max − L_cache < L ≤ L_max, −1 for L > L_max (L_max 20480, L_cache 4096: 18432 → −0.5);
 //!   or masking truncated samples out of the loss.
 //!
+//! ## Benchmark scores ([`scores`])
+//!
+//! avg@k, the unbiased pass@k estimator and maj@k over verified samples ([`Scores`]), each with
+//! its standard error over prompts and a seeded bootstrap 95 % interval ([`Estimate`]).
+//!
 //! ```
 //! use rl_verifier::{OverlongPolicy, ResponseLength, VerifierConfig};
 //! let cfg = VerifierConfig::from_name("math").unwrap();
@@ -44,6 +49,7 @@ mod error;
 pub mod math;
 mod outcome;
 mod reward;
+pub mod scores;
 mod shaping;
 mod verifier;
 
@@ -57,5 +63,6 @@ pub use error::ConfigError;
 pub use math::{BoxedMode, ExtractionConfig, MathConfig, MathVerifier};
 pub use outcome::{AnswerSource, Outcome, OutcomeCounts, OutcomeKind, Side, Verification};
 pub use reward::RewardMap;
+pub use scores::{Bootstrap, Estimate, PromptSamples, Scores, maj_at_k, pass_at_k};
 pub use shaping::{OverlongPolicy, ResponseLength, ShapedReward, soft_overlong_penalty};
 pub use verifier::{VERIFIER_NAMES, Verifier, VerifierConfig};
