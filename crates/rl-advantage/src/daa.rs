@@ -68,6 +68,26 @@ impl From<NegativeAdvantage> for String {
     }
 }
 
+/// How DAA's factor λ is chosen for a group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LambdaRule {
+    /// The paper's constant λ (`lambda`, 2 by default).
+    #[default]
+    Constant,
+    /// λ(p̂, G) = 1/γ(p̂, G) = (1 − p̂^(G−1)) / (1 − (1 − p̂)^(G−1)), the factor that undoes the
+    /// asymmetry of Theorem 3.1 exactly (`crate::theory::gamma`), optionally clamped to
+    /// `lambda_min` ≤ λ ≤ `lambda_max`. It is 1 at p̂ = ½, about 1.65 at G = 8, p̂ = 1/8, and below 1
+    /// above p̂ = ½; the τ gate then only decides where it applies (τ = 1: every kept group).
+    /// The paper names adaptive factors as its next step; this one is not from the paper.
+    Theory,
+}
+
+impl LambdaRule {
+    /// Valid names, as written in configs.
+    pub const NAMES: [&'static str; 2] = ["constant", "theory"];
+}
+
 /// DAA: for a kept group with pass rate p̂ = #correct/G, Ã_i = λ·Â_i when response i is correct,
 /// p̂ < τ (strict) and, unless `negative_advantage` is `amplify`, Â_i > 0; else Ã_i = Â_i.
 ///
@@ -85,6 +105,15 @@ pub struct Daa {
     /// What happens to a correct response of a hard group with Â < 0.
     #[serde(default)]
     pub negative_advantage: NegativeAdvantage,
+    /// How λ is chosen: the constant `lambda`, or 1/γ(p̂, G) ([`LambdaRule::Theory`]).
+    #[serde(default)]
+    pub lambda_rule: LambdaRule,
+    /// Lower bound of the theory factor (none: unbounded).
+    #[serde(default)]
+    pub lambda_min: Option<f64>,
+    /// Upper bound of the theory factor (none: unbounded).
+    #[serde(default)]
+    pub lambda_max: Option<f64>,
 }
 
 impl Default for Daa {
@@ -93,6 +122,9 @@ impl Default for Daa {
             lambda: DEFAULT_LAMBDA,
             tau: DEFAULT_TAU,
             negative_advantage: NegativeAdvantage::Keep,
+            lambda_rule: LambdaRule::Constant,
+            lambda_min: None,
+            lambda_max: None,
         }
     }
 }
@@ -126,8 +158,57 @@ impl Daa {
         Ok(Self {
             lambda,
             tau,
-            negative_advantage: NegativeAdvantage::Keep,
+            ..Self::default()
         })
+    }
+
+    /// The same DAA with λ chosen by `rule`, the theory factor clamped to the given bounds
+    /// (each finite and > 0, `lambda_min` ≤ `lambda_max`).
+    pub fn with_lambda_rule(
+        self,
+        rule: LambdaRule,
+        lambda_min: Option<f64>,
+        lambda_max: Option<f64>,
+    ) -> Result<Self, AdvantageError> {
+        for (field, bound) in [("lambda_min", lambda_min), ("lambda_max", lambda_max)] {
+            if let Some(b) = bound
+                && !(b.is_finite() && b > 0.0)
+            {
+                return Err(AdvantageError::InvalidConfig {
+                    field,
+                    value: b.to_string(),
+                    expected: "a finite number > 0",
+                });
+            }
+        }
+        if let (Some(lo), Some(hi)) = (lambda_min, lambda_max)
+            && lo > hi
+        {
+            return Err(AdvantageError::InvalidConfig {
+                field: "lambda_min",
+                value: format!("{lo} > lambda_max = {hi}"),
+                expected: "lambda_min <= lambda_max",
+            });
+        }
+        Ok(Self {
+            lambda_rule: rule,
+            lambda_min,
+            lambda_max,
+            ..self
+        })
+    }
+
+    /// The factor applied to an amplified response of a group of `group_size` with pass rate
+    /// `pass_rate`: `lambda`, or the clamped 1/γ(p̂, G).
+    pub fn factor(&self, pass_rate: f64, group_size: usize) -> f64 {
+        match self.lambda_rule {
+            LambdaRule::Constant => self.lambda,
+            LambdaRule::Theory => {
+                let f = 1.0 / crate::theory::gamma(pass_rate, group_size);
+                let f = self.lambda_min.map_or(f, |lo| f.max(lo));
+                self.lambda_max.map_or(f, |hi| f.min(hi))
+            }
+        }
     }
 
     /// The same DAA with another rule for negative advantages.
@@ -157,10 +238,11 @@ impl Daa {
     /// Amplifies one group's advantages in place.
     pub fn apply(&self, advantages: &mut [f64], correct: &[bool]) -> DaaOutcome {
         let pass_rate = Self::pass_rate(correct);
+        let factor = self.factor(pass_rate, correct.len());
         let mut amplified = 0;
         for (a, &c) in advantages.iter_mut().zip(correct) {
             if self.amplifies(pass_rate, c, *a) {
-                *a *= self.lambda;
+                *a *= factor;
                 amplified += 1;
             }
         }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daa::{Daa, NegativeAdvantage};
+use crate::daa::{Daa, LambdaRule, NegativeAdvantage};
 use crate::{AdvantageError, GroupId};
 
 /// Names accepted by [`EstimatorConfig::from_name`], in registry order.
@@ -44,7 +44,7 @@ impl StdMode {
 /// An advantage estimator over one group.
 ///
 /// Implementations are pure functions of the group's rewards and correctness flags. The group
-/// has already been validated by [`check_group`] when called through [`crate::compute_batch`].
+/// has already been validated by the batch checks when called through [`crate::compute_batch`].
 pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
     /// Registry name.
     fn name(&self) -> &'static str;
@@ -382,6 +382,16 @@ pub enum EstimatorConfig {
         /// sign). See [`NegativeAdvantage`].
         #[serde(default)]
         negative_advantage: NegativeAdvantage,
+        /// How λ is chosen: `constant` (default, `lambda`) or `theory` (1/γ(p̂, G), see
+        /// [`LambdaRule`]).
+        #[serde(default)]
+        lambda_rule: LambdaRule,
+        /// Lower bound of the theory factor (unset: unbounded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lambda_min: Option<f64>,
+        /// Upper bound of the theory factor (unset: unbounded).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lambda_max: Option<f64>,
     },
 }
 
@@ -412,6 +422,9 @@ impl EstimatorConfig {
                 lambda: crate::daa::DEFAULT_LAMBDA,
                 tau: crate::daa::DEFAULT_TAU,
                 negative_advantage: NegativeAdvantage::Keep,
+                lambda_rule: LambdaRule::Constant,
+                lambda_min: None,
+                lambda_max: None,
             },
             other => {
                 return Err(AdvantageError::UnknownEstimator {
@@ -533,11 +546,16 @@ impl EstimatorConfig {
                 lambda,
                 tau,
                 negative_advantage,
+                lambda_rule,
+                lambda_min,
+                lambda_max,
             } => Box::new(Da3po {
                 dapo: Dapo {
                     grpo: grpo(std, eps, equal_tol)?,
                 },
-                daa: Daa::new(lambda, tau)?.with_negative_advantage(negative_advantage),
+                daa: Daa::new(lambda, tau)?
+                    .with_negative_advantage(negative_advantage)
+                    .with_lambda_rule(lambda_rule, lambda_min, lambda_max)?,
             }),
         })
     }

@@ -46,7 +46,7 @@ mod sample;
 pub mod theory;
 
 pub use batch::{BatchAdvantages, BatchStats, Whitening, compute_batch, group_indices};
-pub use daa::{Daa, DaaOutcome, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage};
+pub use daa::{Daa, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage};
 pub use error::AdvantageError;
 pub use estimator::{
     AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo, Rloo, StdMode,

@@ -116,6 +116,9 @@ fn da3po(rule: NegativeAdvantage) -> EstimatorConfig {
         lambda: 2.0,
         tau: 0.5,
         negative_advantage: rule,
+        lambda_rule: Default::default(),
+        lambda_min: None,
+        lambda_max: None,
     }
 }
 
@@ -407,5 +410,107 @@ proptest! {
                 prop_assert_eq!(b.amplified[k], a.amplified[i]);
             }
         }
+    }
+}
+
+/// DA3PO with `lambda_rule = "theory"`, population std and ε = 0, gate `tau`, bounds as given.
+fn da3po_theory(tau: f64, lambda_min: Option<f64>, lambda_max: Option<f64>) -> EstimatorConfig {
+    EstimatorConfig::Da3po {
+        std: StdMode::Population,
+        eps: 0.0,
+        equal_tol: 1e-6,
+        lambda: 2.0,
+        tau,
+        negative_advantage: NegativeAdvantage::Keep,
+        lambda_rule: rl_advantage::LambdaRule::Theory,
+        lambda_min,
+        lambda_max,
+    }
+}
+
+/// The factor a correct response's advantage received: amplified over unamplified (DAPO).
+fn theory_factor(cfg: &EstimatorConfig, group_size: usize, n_correct: usize) -> f64 {
+    let s: Vec<Sample> = (0..group_size)
+        .map(|i| {
+            Sample::new(
+                GroupId(1),
+                if i < n_correct { 1.0 } else { 0.0 },
+                i < n_correct,
+            )
+        })
+        .collect();
+    let amplified = compute_batch(cfg.build(group_size).unwrap().as_ref(), &s, None).unwrap();
+    let dapo = EstimatorConfig::Dapo {
+        std: StdMode::Population,
+        eps: 0.0,
+        equal_tol: 1e-6,
+    };
+    let plain = compute_batch(dapo.build(group_size).unwrap().as_ref(), &s, None).unwrap();
+    amplified.advantages[0] / plain.advantages[0]
+}
+
+/// λ(p̂, G) = 1/γ = (1 − p̂^(G−1)) / (1 − (1 − p̂)^(G−1)), by hand as exact fractions:
+/// * G = 8, p̂ = 1/8: (1 − 1/8⁷)/(1 − 7⁷/8⁷) = (2097152 − 1)/(2097152 − 823543) = 2097151/1273609
+///   ≈ 1.6466;
+/// * G = 8, p̂ = 3/8: (8⁷ − 3⁷)/(8⁷ − 5⁷) = (2097152 − 2187)/(2097152 − 78125) = 2094965/2019027
+///   ≈ 1.0376;
+/// * G = 4, p̂ = 1/4: (4³ − 1)/(4³ − 3³) = 63/37 ≈ 1.7027;
+/// * G = 8, p̂ = 1/2: 1 (γ = 1 by symmetry);
+/// * G = 8, p̂ = 5/8 (gate off, τ = 1): 2019027/2094965 ≈ 0.9638 < 1, raised to 1 by
+///   `lambda_min = 1`;
+/// * `lambda_max = 1.5` caps the first case at 1.5.
+///
+/// With the paper's τ = 0.5, a group with p̂ = 5/8 is not amplified at all (factor 1).
+#[test]
+fn theory_lambda_is_one_over_gamma() {
+    let close = |a: f64, b: f64| assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    let open = da3po_theory(1.0, None, None);
+    close(theory_factor(&open, 8, 1), 2097151.0 / 1273609.0);
+    close(theory_factor(&open, 8, 3), 2094965.0 / 2019027.0);
+    close(theory_factor(&open, 4, 1), 63.0 / 37.0);
+    close(theory_factor(&open, 8, 4), 1.0);
+    close(theory_factor(&open, 8, 5), 2019027.0 / 2094965.0);
+    close(
+        theory_factor(&da3po_theory(1.0, Some(1.0), None), 8, 5),
+        1.0,
+    );
+    close(
+        theory_factor(&da3po_theory(1.0, None, Some(1.5)), 8, 1),
+        1.5,
+    );
+    close(theory_factor(&da3po_theory(0.5, None, None), 8, 5), 1.0);
+    // The TOML/JSON form, and bad bounds.
+    let cfg: EstimatorConfig = serde_json::from_str(
+        r#"{"name":"da3po","std":"population","eps":0.0,"lambda_rule":"theory","lambda_max":1.5}"#,
+    )
+    .unwrap();
+    close(theory_factor(&cfg, 8, 1), 1.5);
+    assert!(
+        serde_json::from_str::<EstimatorConfig>(r#"{"name":"da3po","lambda_rule":"gamma"}"#)
+            .is_err()
+    );
+    let e = da3po_theory(1.0, Some(2.0), Some(1.5))
+        .build(8)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("lambda_min"), "{e}");
+    assert!(da3po_theory(1.0, Some(0.0), None).build(8).is_err());
+}
+
+proptest! {
+    /// For every group size 2..=64 and every mixed group (1 ≤ c < G), the theory factor equals
+    /// the closed form (1 − p^(G−1))/(1 − (1−p)^(G−1)) with p = c/G evaluated here by `powi`.
+    #[test]
+    fn theory_lambda_matches_the_closed_form(g in 2usize..=64, c_frac in 0.0f64..1.0) {
+        let c = 1 + ((g - 1) as f64 * c_frac) as usize % (g - 1);
+        let p = c as f64 / g as f64;
+        let n = (g - 1) as i32;
+        let closed = (1.0 - p.powi(n)) / (1.0 - (1.0 - p).powi(n));
+        let daa = rl_advantage::Daa::new(2.0, 1.0)
+            .unwrap()
+            .with_lambda_rule(rl_advantage::LambdaRule::Theory, None, None)
+            .unwrap();
+        let f = daa.factor(p, g);
+        prop_assert!((f - closed).abs() <= 1e-9 * closed, "G={} c={}: {} vs {}", g, c, f, closed);
     }
 }
