@@ -463,6 +463,32 @@ impl EstimatorConfig {
         Ok(self)
     }
 
+    /// Sets how DAA chooses λ ([`LambdaRule`]) and the theory factor's bounds; errors for
+    /// estimators other than `da3po`. The values are checked by [`EstimatorConfig::build`].
+    pub fn with_lambda_rule(
+        mut self,
+        rule: LambdaRule,
+        min: Option<f64>,
+        max: Option<f64>,
+    ) -> Result<Self, AdvantageError> {
+        match &mut self {
+            EstimatorConfig::Da3po {
+                lambda_rule,
+                lambda_min,
+                lambda_max,
+                ..
+            } => {
+                (*lambda_rule, *lambda_min, *lambda_max) = (rule, min, max);
+                Ok(self)
+            }
+            _ => Err(AdvantageError::InvalidConfig {
+                field: "lambda_rule",
+                value: format!("{rule:?} for `{}`", self.name()),
+                expected: "lambda_rule is a setting of da3po only",
+            }),
+        }
+    }
+
     /// Sets DAA's λ and τ; errors for estimators other than `da3po`.
     pub fn with_daa(mut self, new_lambda: f64, new_tau: f64) -> Result<Self, AdvantageError> {
         match &mut self {

@@ -21,8 +21,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString};
 use rl_advantage::{
-    AdvantageError, ESTIMATOR_NAMES, EstimatorConfig, GroupId, NegativeAdvantage, Sample, StdMode,
-    compute_batch,
+    AdvantageError, ESTIMATOR_NAMES, EstimatorConfig, GroupId, LambdaRule, NegativeAdvantage,
+    Sample, StdMode, compute_batch,
 };
 use rl_verifier::dapo::{self, INVALID, SOLUTION_TAIL_CHARS, STRICT_BOX_TAIL_CHARS};
 use rl_verifier::{
@@ -536,13 +536,57 @@ fn read_correct(obj: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
         })
 }
 
+/// DAA's `lam=`: a number (the paper's constant λ) or `"theory"` (λ = 1/γ(p̂, G)), with the
+/// theory factor's optional bounds `lam_min=`/`lam_max=`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Lam {
+    value: Option<f64>,
+    theory: bool,
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+impl Lam {
+    fn read(lam: Option<&Bound<'_, PyAny>>, min: Option<f64>, max: Option<f64>) -> PyResult<Self> {
+        let mut out = Lam {
+            min,
+            max,
+            ..Lam::default()
+        };
+        match lam.filter(|l| !l.is_none()) {
+            None => {}
+            Some(l) => {
+                if let Ok(s) = l.extract::<String>() {
+                    if s != "theory" {
+                        return Err(PyValueError::new_err(format!(
+                            "lam must be a number or 'theory', got '{s}'"
+                        )));
+                    }
+                    out.theory = true;
+                } else {
+                    out.value =
+                        Some(l.extract::<f64>().map_err(|_| {
+                            PyTypeError::new_err("lam must be a number or 'theory'")
+                        })?);
+                }
+            }
+        }
+        if !out.theory && (min.is_some() || max.is_some()) {
+            return Err(PyValueError::new_err(
+                "lam_min and lam_max bound the theory factor: pass lam='theory' with them",
+            ));
+        }
+        Ok(out)
+    }
+}
+
 /// The estimator configuration with the caller's overrides; settings that the estimator does
 /// not have are errors, never silently ignored.
 fn estimator_config(
     estimator: &str,
     std: Option<&str>,
     eps: Option<f64>,
-    lam: Option<f64>,
+    lam: Lam,
     tau: Option<f64>,
     negative_advantage: Option<&str>,
 ) -> PyResult<EstimatorConfig> {
@@ -564,14 +608,19 @@ fn estimator_config(
             }
         }
     }
-    if lam.is_some() || tau.is_some() {
+    if lam.value.is_some() || lam.theory || tau.is_some() {
         match cfg {
             EstimatorConfig::Da3po {
                 lambda: l, tau: t, ..
             } => {
                 cfg = cfg
-                    .with_daa(lam.unwrap_or(l), tau.unwrap_or(t))
+                    .with_daa(lam.value.unwrap_or(l), tau.unwrap_or(t))
                     .map_err(value_error)?;
+                if lam.theory {
+                    cfg = cfg
+                        .with_lambda_rule(LambdaRule::Theory, lam.min, lam.max)
+                        .map_err(value_error)?;
+                }
             }
             _ => {
                 return Err(PyValueError::new_err(format!(
@@ -606,14 +655,15 @@ type AdvantageArrays<'py> = (
 );
 
 /// group_advantages(scores, group_ids=None, group_size=None, estimator="grpo", correct=None,
-/// lam=None, tau=None, std=None, eps=None, nan="raise", negative_advantage=None)
+/// lam=None, tau=None, std=None, eps=None, nan="raise", negative_advantage=None, lam_min=None,
+/// lam_max=None)
 /// -> (advantages, kept, amplified)
 ///
 /// See `rlvr.group_advantages` (python/rlvr/__init__.py) for the documentation.
 #[pyfunction]
 #[pyo3(signature = (scores, group_ids=None, group_size=None, estimator="grpo", correct=None,
                     lam=None, tau=None, std=None, eps=None, nan="raise",
-                    negative_advantage=None))]
+                    negative_advantage=None, lam_min=None, lam_max=None))]
 #[allow(clippy::too_many_arguments)]
 fn group_advantages<'py>(
     py: Python<'py>,
@@ -622,13 +672,16 @@ fn group_advantages<'py>(
     group_size: Option<&Bound<'py, PyAny>>,
     estimator: &str,
     correct: Option<&Bound<'py, PyAny>>,
-    lam: Option<f64>,
+    lam: Option<&Bound<'py, PyAny>>,
     tau: Option<f64>,
     std: Option<&str>,
     eps: Option<f64>,
     nan: &str,
     negative_advantage: Option<&str>,
+    lam_min: Option<f64>,
+    lam_max: Option<f64>,
 ) -> PyResult<AdvantageArrays<'py>> {
+    let lam = Lam::read(lam, lam_min, lam_max)?;
     let cfg = estimator_config(estimator, std, eps, lam, tau, negative_advantage)?;
     let zero_nan = match nan {
         "raise" => false,

@@ -237,3 +237,21 @@ def test_openrlhf_reward_func():
     dapo = rlvr.openrlhf.make_reward_func(verifier="dapo")(queries, prompts, labels)
     assert [float(x) for x in dapo["rewards"]] == [1.0, -1.0, -1.0]
     assert rlvr.openrlhf.response_of(queries[1], prompts[1]) == "Answer: 41"
+
+
+def test_verl_settings_accept_the_theory_factor():
+    # algorithm.da3po.lam = "theory" (with a bound) reaches group_advantages unchanged.
+    from rlvr._verl_da3po import compute_da3po_outcome_advantage, da3po_settings
+
+    config = {"da3po": {"lam": "theory", "tau": 1.0, "lam_max": 1.5}}
+    s = da3po_settings(config)
+    assert (s["lam"], s["tau"], s["lam_min"], s["lam_max"]) == ("theory", 1.0, None, 1.5)
+    rng = np.random.default_rng(3)
+    score = np.where(rng.random(32) < 0.3, 1.0, 0.0)
+    rewards = score[:, None] * np.eye(1, 4, 3)  # reward on the last of 4 tokens
+    uids = np.repeat(np.arange(4), 8)
+    adv, _ = compute_da3po_outcome_advantage(rewards, np.ones((32, 4)), index=uids, config=config)
+    want = rlvr.group_advantages(score, group_ids=uids.astype(np.int64), estimator="da3po", correct=score > 0,
+                                 lam="theory", tau=1.0, lam_max=1.5)
+    np.testing.assert_allclose(np.asarray(adv)[:, 0], want.advantages, rtol=1e-12, atol=1e-12)
+    assert want.amplified.any()

@@ -11,14 +11,16 @@ import rlvr
 EQUAL_TOL = 1e-6
 
 
-def reference(scores, ids, estimator, correct=None, lam=2.0, tau=0.5, std="sample", eps=1e-6, negative="keep"):
+def reference(scores, ids, estimator, correct=None, lam=2.0, tau=0.5, std="sample", eps=1e-6, negative="keep",
+              lam_min=None, lam_max=None):
     """Per group of G rewards R: grpo/dapo (R - mean)/(std + eps) with std Bessel (ddof 1) or
     population; dr_grpo R - mean; rloo R_i - (sum R - R_i)/(G - 1); all-equal groups (max - min
     <= 1e-6) get 0. da3po: dapo, then a correct response of a group with pass rate
     p = #correct/G < tau gets lam times its advantage when that advantage is positive (DAA
     strengthens the pull towards rare correct answers; a correct response below its group's
     mean, possible only with shaped rewards, keeps its advantage by default; with
-    negative="amplify" every such advantage is multiplied)."""
+    negative="amplify" every such advantage is multiplied). lam="theory": the factor of a group
+    of G with pass rate p is (1 - p**(G-1)) / (1 - (1-p)**(G-1)), clipped to [lam_min, lam_max]."""
     scores = np.asarray(scores, dtype=np.float64)
     n = len(scores)
     adv = np.zeros(n)
@@ -43,7 +45,14 @@ def reference(scores, ids, estimator, correct=None, lam=2.0, tau=0.5, std="sampl
         if estimator == "da3po":
             c = correct[m]
             amp = c & (c.mean() < tau) & ((a > 0) | (negative == "amplify"))
-            a = np.where(amp, lam * a, a)
+            if lam == "theory":
+                p = c.mean()
+                f = (1 - p ** (G - 1)) / (1 - (1 - p) ** (G - 1)) if 0 < p < 1 else 1.0
+                f = max(f, lam_min) if lam_min is not None else f
+                f = min(f, lam_max) if lam_max is not None else f
+            else:
+                f = lam
+            a = np.where(amp, f * a, a)
             amplified[m] = amp
         adv[m] = a
         kept[m] = np.any(a != 0)
@@ -120,6 +129,21 @@ def test_settings(std):
     want = reference(scores, ids, "da3po", correct, std=std, negative="amplify")
     np.testing.assert_allclose(lit.advantages, want[0], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(lit.amplified, want[2])
+
+@pytest.mark.parametrize("bounds", [(None, None), (1.0, 1.5)])
+def test_theory_lambda(bounds):
+    # lam="theory" against the reference's closed form, gate open (tau=1) and paper's (0.5).
+    rng = np.random.default_rng(11)
+    scores, ids, correct = random_batch(rng)
+    lo, hi = bounds
+    for tau in [1.0, 0.5]:
+        got = rlvr.group_advantages(scores, group_ids=ids, estimator="da3po", correct=correct, lam="theory", tau=tau,
+                                    lam_min=lo, lam_max=hi)
+        want = reference(scores, ids, "da3po", correct, lam="theory", tau=tau, lam_min=lo, lam_max=hi)
+        np.testing.assert_allclose(got.advantages, want[0], rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(got.amplified, want[2])
+        assert got.amplified.any()
+
 
 def test_negative_advantage_rule():
     # A hard group (p = 1/5) whose one correct response scores below the mean (0.22): `keep`

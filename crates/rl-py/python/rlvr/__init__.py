@@ -16,7 +16,7 @@ Adapters (pure Python, imported on demand, no torch import at module load):
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 from . import _rlvr
 from ._rlvr import (
@@ -68,12 +68,14 @@ def group_advantages(
     group_size: Optional[int] = None,
     estimator: str = "grpo",
     correct=None,
-    lam: Optional[float] = None,
+    lam: Union[float, str, None] = None,
     tau: Optional[float] = None,
     std: Optional[str] = None,
     eps: Optional[float] = None,
     nan: str = "raise",
     negative_advantage: Optional[str] = None,
+    lam_min: Optional[float] = None,
+    lam_max: Optional[float] = None,
 ) -> GroupAdvantages:
     """Group-relative advantages of a batch of scored responses.
 
@@ -92,6 +94,10 @@ def group_advantages(
         correct: 1-D bool array of the verifier's verdicts. Required for ``da3po`` (the pass
             rate is never inferred from shaped scores); otherwise only length-checked.
         lam, tau: DAA's factor (default 2.0) and threshold (default 0.5); ``da3po`` only.
+            ``lam="theory"`` scales by 1/gamma(p, G) = (1 - p**(G-1)) / (1 - (1-p)**(G-1))
+            instead, the factor Theorem 3.1 implies (rlvr's extension, not the paper's), bounded
+            by ``lam_min``/``lam_max`` when given; with ``tau=1.0`` it applies to every group.
+        lam_min, lam_max: bounds of the ``lam="theory"`` factor.
         negative_advantage: ``keep`` (default) leaves a correct response's negative advantage
             unchanged; ``amplify`` is the formula read literally (lam times it whatever its
             sign). The two agree on binary rewards; ``da3po`` only.
@@ -130,6 +136,8 @@ def group_advantages(
         eps=eps,
         nan=nan,
         negative_advantage=negative_advantage,
+        lam_min=lam_min,
+        lam_max=lam_max,
     )
     return GroupAdvantages(advantages, kept, amplified)
 

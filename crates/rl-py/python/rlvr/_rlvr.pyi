@@ -106,12 +106,14 @@ def group_advantages(
     group_size: int | None = None,
     estimator: Literal["grpo", "dr_grpo", "rloo", "dapo", "da3po"] = "grpo",
     correct: npt.NDArray[np.bool_] | None = None,
-    lam: float | None = None,
+    lam: float | Literal["theory"] | None = None,
     tau: float | None = None,
     std: Literal["sample", "population"] | None = None,
     eps: float | None = None,
     nan: Literal["raise", "zero"] = "raise",
     negative_advantage: Literal["keep", "amplify"] | None = None,
+    lam_min: float | None = None,
+    lam_max: float | None = None,
 ) -> tuple[npt.NDArray[np.floating], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     """Low-level form of :func:`rlvr.group_advantages` (which returns a named tuple)."""
 

@@ -31,11 +31,16 @@ def _get(config: Any, key: str, default: Any = None) -> Any:
 
 def da3po_settings(config: Any, epsilon: float = 1e-6) -> dict[str, Any]:
     """DA3PO's settings from verl's ``algorithm`` config: ``algorithm.da3po.{lam, tau, eps,
-    correct_threshold, negative_advantage}`` (defaults 2.0, 0.5, verl's ``epsilon``, 0.0,
-    ``keep``)."""
+    correct_threshold, negative_advantage, lam_min, lam_max}`` (defaults 2.0, 0.5, verl's
+    ``epsilon``, 0.0, ``keep``, unset, unset). ``lam`` may be ``theory`` (1/gamma(p, G), bounded
+    by ``lam_min``/``lam_max``)."""
     section = _get(config, "da3po", None)
+    lam = _get(section, "lam", 2.0)
+    bound = lambda key: None if _get(section, key, None) is None else float(_get(section, key, None))  # noqa: E731
     return {
-        "lam": float(_get(section, "lam", 2.0)),
+        "lam": lam if lam == "theory" else float(lam),
+        "lam_min": bound("lam_min"),
+        "lam_max": bound("lam_max"),
         "tau": float(_get(section, "tau", 0.5)),
         "eps": float(_get(section, "eps", epsilon)),
         "correct_threshold": float(_get(section, "correct_threshold", 0.0)),
@@ -95,6 +100,8 @@ def compute_da3po_outcome_advantage(
         tau=settings["tau"],
         eps=settings["eps"],
         negative_advantage=settings["negative_advantage"],
+        lam_min=settings["lam_min"],
+        lam_max=settings["lam_max"],
     )
     if is_torch:
         import torch  # only here: verl runs with torch; rlvr itself never imports it
