@@ -414,3 +414,49 @@ fn a_toml_config_starts_and_syncs_a_managed_llama_server() {
         "{bad}"
     );
 }
+
+/// Held-out evaluation goes through the run's engine: with llama-server as the engine, greedy
+/// evaluation (eval.temperature = 0) gives the same completions, sample for sample, as the same
+/// trainer evaluating in process (a model with sharp logits, as in the parity test above, so
+/// every argmax is clear), and with the server killed, evaluation fails naming llama.cpp.
+#[test]
+fn evaluation_goes_through_llama_server_and_matches_in_process_when_greedy() {
+    let Some(bin) = llama_server() else { return };
+    let (model, tok) = common::task_model(5, Some(0.3));
+    let (train, eval) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    let dir = tmp("eval");
+    let config = |out: &Path| {
+        let mut c = task_config(out, 1);
+        c.eval.temperature = 0.0;
+        c.eval.k = 2;
+        c.eval.max_prompts = 8;
+        c
+    };
+    let trainer = |out: &Path| {
+        Trainer::new(
+            config(out),
+            model.clone(),
+            tok.clone(),
+            train.clone(),
+            Some(eval.clone()),
+            Default::default(),
+        )
+        .unwrap()
+    };
+    let local = trainer(&dir.join("local")).eval_texts(0).unwrap().unwrap();
+    let (engine, server) = managed_engine(&bin, &tok, &dir, &model, 0);
+    let mut t = trainer(&dir.join("llama"))
+        .with_engine(Box::new(engine))
+        .unwrap();
+    let served = t.eval_texts(0).unwrap().unwrap();
+    assert_eq!(local.len(), 16);
+    assert_eq!(served, local, "llama-server vs in process, greedy");
+    assert!(local.iter().any(|s| !s.is_empty()));
+    let pid = server.lock().unwrap().pid().unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    let e = t.evaluate(0).unwrap_err().to_string();
+    assert!(e.contains("llama"), "{e}");
+}

@@ -6,6 +6,7 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_sampler::RolloutGroup;
 
 use super::Trainer;
+use super::eval::Via;
 use crate::TrainerError;
 use crate::policy::Policy;
 use crate::probe::ProbeRecord;
@@ -34,9 +35,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             let ids = self.prompts.ids(index)?;
             let inputs = vec![ids.as_ref().clone(); n];
             let seed = self.config.seed ^ 0x9B0B_E000_0000_0000 ^ (g.group.0 << 16);
+            let texts = self.generate_texts(&inputs, &params, seed, Via::InProcess)?;
             let answer = &self.prompts.train.prompts[index].answer;
-            let probe_correct = self
-                .generate_texts(&inputs, &params, seed)?
+            let probe_correct = texts
                 .iter()
                 .filter(|text| self.verifier.verify(text, answer).outcome.is_correct())
                 .count();
