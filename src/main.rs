@@ -24,6 +24,8 @@ enum Command {
     Verify(cli::verify::VerifyArgs),
     /// Per-token log-probs of JSON lines {"ids": [..]} under a Qwen3 model.
     Score(cli::score::ScoreArgs),
+    /// Evaluate a model on a benchmark file through any engine: avg@n, pass@k, maj@k with errors.
+    Eval(cli::eval::EvalArgs),
     /// Continue a prompt (--prompt TEXT or --ids 1,2,3) with a Qwen3 model; prints one JSON object.
     Generate(cli::generate::GenerateArgs),
     /// Online data mixing (uniform, ODM, HDS) on an LM trained on text domains, from a TOML config.
@@ -62,6 +64,7 @@ fn main() {
         Command::Verify(args) => cli::verify::run(args, &mut io),
         Command::Score(args) => cli::score::run(args, &mut io),
         Command::Generate(args) => cli::generate::run(args, &mut io),
+        Command::Eval(args) => cli::eval::run(args, &mut io),
         Command::Mix(args) => cli::mix::run(args, &mut io),
         Command::Train(args) => cli::train::run(args, &mut io),
         Command::Compare(args) => cli::compare::run(args, &mut io),

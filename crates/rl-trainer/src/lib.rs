@@ -33,6 +33,7 @@
 //! Algorithms are presets ([`TrainConfig::apply_preset`]) over one configuration, overridable
 //! field by field in TOML.
 
+pub mod benchmark;
 pub mod config;
 pub mod data;
 #[cfg(feature = "distributed")]
@@ -52,7 +53,7 @@ pub mod trainer;
 pub mod update;
 
 pub use config::{ALGORITHMS, TrainConfig};
-pub use engine::{EngineHandle, EngineThread, LocalEngine, LocalModel};
+pub use engine::{EngineHandle, EngineThread, LocalEngine, LocalModel, build_engine};
 pub use error::TrainerError;
 pub use eval::{EvalReport, TierEval};
 pub use metrics::{StepMetrics, read_metrics};

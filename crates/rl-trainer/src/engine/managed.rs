@@ -22,7 +22,7 @@ use crate::trainer::atomic_dir;
 /// The engine of `config.rollout.engine` serving `policy`'s weights as `version`: the
 /// in-process [`LocalEngine`], a llama-server on a GGUF export of the weights (in
 /// `out_dir/engine/`, restarted on a new export at every weight sync), vLLM, or SGLang.
-pub(crate) fn build_engine<B: AutodiffBackend, P: Policy<B>>(
+pub fn build_engine<B: AutodiffBackend, P: Policy<B>>(
     config: &TrainConfig,
     policy: &P,
     tokenizer: &Tokenizer,

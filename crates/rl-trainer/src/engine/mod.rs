@@ -18,7 +18,7 @@ use rl_rollout::{
 use crate::TrainerError;
 
 mod managed;
-pub(crate) use managed::build_engine;
+pub use managed::build_engine;
 
 /// What [`LocalEngine`] needs from a model to sample in process (for Qwen3, the trained model
 /// without autodiff, [`crate::Policy::inference`]). The trainer itself never calls it: every

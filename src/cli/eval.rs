@@ -1,0 +1,403 @@
+//! `rlvr eval --model DIR --data FILE`: k samples per prompt through any rollout engine, each
+//! verified; avg@n, unbiased pass@k and maj@k with standard errors and bootstrap intervals,
+//! overall and by the tier column (`rl_trainer::benchmark`).
+//!
+//! `--config` is a training config (TOML, every field optional): its `[data]` section names the
+//! columns, template and chat template, `reward.verifier` the verifier, `[rollout.engine]` the
+//! engine (in process by default; llama-server, vLLM or SGLang as in training), and `[eval]` the
+//! sampling defaults. Writes `OUT/samples.jsonl` (one verified sample per line), `OUT/summary.json`
+//! and prints a markdown table. Re-running with the same `--out` skips prompts whose samples are
+//! all in the file, and gives what an uninterrupted run would have given.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use burn::tensor::backend::AutodiffBackend;
+use rl_models::{Qwen3, Tokenizer};
+use rl_rollout::SamplingParams;
+use rl_trainer::benchmark::{
+    BenchmarkSettings, Scoring, markdown_table, read_samples, sample_benchmark, summarize,
+    write_samples,
+};
+use rl_trainer::data::{Dataset, PromptRenderer};
+use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
+use rl_verifier::Bootstrap;
+
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
+use crate::backend::{BackendJob, BackendKind, run_on};
+
+/// Arguments of `rlvr eval`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EvalArgs {
+    /// Model directory in HF layout (config.json + safetensors).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// `tokenizer.json` (default: the model directory's).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+    /// Prompts: JSON lines or Parquet, columns as in the config's `[data]` section.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// A training config (TOML) for `[data]`, `reward.verifier`, `[rollout.engine]`, `[eval]`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Samples per prompt (default: the config's `eval.k`).
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// pass@k and maj@k for these k (default: 1, the powers of 2 below k, and k).
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    pub pass_k: Option<Vec<usize>>,
+    /// Sampling temperature (default: `eval.temperature`).
+    #[arg(long)]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling (default: `eval.top_p`).
+    #[arg(long)]
+    pub top_p: Option<f32>,
+    /// Most new tokens (default: `rollout.max_new_tokens`).
+    #[arg(long)]
+    pub max_new_tokens: Option<usize>,
+    /// Seed; prompt i is sampled with seed ^ (i << 20).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Prompts per engine call (each call's samples are written before the next).
+    #[arg(long, default_value_t = 16)]
+    pub prompts_per_call: usize,
+    /// Bootstrap resamples of the prompts for the 95 % intervals.
+    #[arg(long, default_value_t = 1000)]
+    pub bootstrap: usize,
+    /// Output folder.
+    #[arg(long, default_value = "runs/eval")]
+    pub out: PathBuf,
+    /// Backend.
+    #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
+    pub backend: BackendKind,
+}
+
+struct Job<'a> {
+    /// Progress lines (the command's standard error).
+    log: &'a mut dyn Write,
+    args: EvalArgs,
+    config: TrainConfig,
+    data: Dataset,
+    tokenizer: Tokenizer,
+    k: usize,
+    ks: Vec<usize>,
+}
+
+/// 1, the powers of two below `k`, and `k`.
+fn default_ks(k: usize) -> Vec<usize> {
+    let mut ks: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2))
+        .take_while(|&x| x < k)
+        .collect();
+    ks.push(k);
+    ks.dedup();
+    ks
+}
+
+fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError> {
+    let mut config = match &args.config {
+        Some(path) => TrainConfig::from_toml_file(path, &TrainConfig::default())?,
+        None => TrainConfig::default(),
+    };
+    if let Some(t) = args.temperature {
+        config.eval.temperature = t;
+    }
+    if let Some(p) = args.top_p {
+        config.eval.top_p = p;
+    }
+    if let Some(m) = args.max_new_tokens {
+        config.rollout.max_new_tokens = m;
+    }
+    let k = args.k.unwrap_or(config.eval.k);
+    let ks = args.pass_k.clone().unwrap_or_else(|| default_ks(k));
+    if k == 0 || ks.iter().any(|&x| x == 0 || x > k) {
+        return Err(TrainerError::Config {
+            field: "--pass-k".into(),
+            message: format!("{ks:?} with --k {k} (each k must be in 1..={k})"),
+        });
+    }
+    let tok_path = args
+        .tokenizer
+        .clone()
+        .unwrap_or_else(|| args.model.join("tokenizer.json"));
+    let tokenizer = Tokenizer::from_file(&tok_path)?;
+    let data = Dataset::load(&args.data, &config.data)?;
+    Ok(Job {
+        log,
+        args,
+        config,
+        data,
+        tokenizer,
+        k,
+        ks,
+    })
+}
+
+impl BackendJob for Job<'_> {
+    type Output = Result<String, TrainerError>;
+
+    fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<String, TrainerError> {
+        let Job {
+            log,
+            args,
+            mut config,
+            data,
+            tokenizer,
+            k,
+            ks,
+        } = self;
+        std::fs::create_dir_all(&args.out).map_err(|e| TrainerError::io(&args.out, e))?;
+        // A managed engine writes its weights under out_dir.
+        config.out_dir = args.out.join("engine");
+        let policy = <Qwen3<B> as Policy<B>>::load(&args.model, &device)?;
+        let allowed = tokenizer.num_defined_ids().min(policy.vocab_size());
+        let mut engine = build_engine(&config, &policy, &tokenizer, allowed, 0)?;
+        let verifier = config.build_verifier()?;
+        let end_ids = end_token_ids(&tokenizer);
+        let samples_path = args.out.join("samples.jsonl");
+        let mut records = read_samples(&samples_path, k)?;
+        // Keep only whole prompts (a file cut short mid-prompt loses that prompt's partial lines).
+        write_samples(&samples_path, &records)?;
+        let done: BTreeSet<u64> = records.iter().map(|r| r.prompt).collect();
+        let settings = BenchmarkSettings {
+            k,
+            params: SamplingParams {
+                temperature: config.eval.temperature,
+                top_p: config.eval.top_p,
+                top_k: 0,
+                max_new_tokens: config.rollout.max_new_tokens,
+                stop_ids: end_ids.clone(),
+                seed: 0,
+            },
+            seed: args.seed,
+            prompts_per_call: args.prompts_per_call,
+        };
+        let todo = data.len() - done.len().min(data.len());
+        let _ = writeln!(
+            log,
+            "eval: {} prompts × {k} samples through {} ({} already in {})",
+            data.len(),
+            engine.name(),
+            done.len(),
+            samples_path.display()
+        );
+        let t0 = Instant::now();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&samples_path)
+            .map_err(|e| TrainerError::io(&samples_path, e))?;
+        let renderer = PromptRenderer::new(&config.data);
+        let scoring = Scoring {
+            renderer: &renderer,
+            tokenizer: &tokenizer,
+            end_ids: &end_ids,
+            verifier: verifier.as_ref(),
+        };
+        sample_benchmark(
+            engine.as_mut(),
+            &data,
+            &scoring,
+            &settings,
+            &done,
+            |batch, sampled| {
+                for r in batch {
+                    let line = serde_json::to_string(r)
+                        .map_err(|e| TrainerError::io(&samples_path, e.into()))?;
+                    writeln!(file, "{line}").map_err(|e| TrainerError::io(&samples_path, e))?;
+                }
+                file.flush()
+                    .map_err(|e| TrainerError::io(&samples_path, e))?;
+                records.extend_from_slice(batch);
+                let secs = t0.elapsed().as_secs_f64();
+                let _ = writeln!(
+                    log,
+                    "eval: {sampled}/{todo} prompts, {:.1} samples/s",
+                    (sampled * k) as f64 / secs.max(1e-9)
+                );
+                Ok(())
+            },
+        )?;
+        let summary = summarize(
+            &records,
+            &ks,
+            Bootstrap {
+                resamples: args.bootstrap,
+                seed: args.seed,
+            },
+        )?;
+        let summary_path = args.out.join("summary.json");
+        let json = serde_json::to_string_pretty(&summary)
+            .map_err(|e| TrainerError::io(&summary_path, e.into()))?;
+        std::fs::write(&summary_path, json).map_err(|e| TrainerError::io(&summary_path, e))?;
+        Ok(markdown_table(&summary, &ks))
+    }
+}
+
+/// Runs `rlvr eval`.
+pub fn run(args: EvalArgs, io: &mut Io<'_>) -> i32 {
+    let kind = args.backend;
+    let job = match prepare(args, &mut *io.stderr) {
+        Ok(j) => j,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    match run_on(kind, job) {
+        Ok(Ok(table)) => {
+            if write!(io.stdout, "{table}").is_err() {
+                return EXIT_FAILURE;
+            }
+            EXIT_OK
+        }
+        Ok(Err(e)) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            EXIT_FAILURE
+        }
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            EXIT_BAD_INPUT
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::Flex;
+    use rl_models::Qwen3Config;
+    use rl_trainer::tasks::ArithmeticTask;
+
+    /// A tiny random Qwen3 with the arithmetic task's tokenizer, a data file of `rows` (raw JSON
+    /// lines) and a config for them: `{problem}=` without the chat template, answers in `answer`.
+    fn setup(name: &str, rows: &[String]) -> (PathBuf, EvalArgs) {
+        let dir = std::env::temp_dir().join(format!("rlvr-eval-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tok = ArithmeticTask::tokenizer().unwrap();
+        let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+        mc.eos_token_id = end_token_ids(&tok);
+        let model: Qwen3<Flex> = mc.init_seeded(3, &Default::default()).unwrap();
+        let model_dir = dir.join("model");
+        model.save(&model_dir).unwrap();
+        tok.save(model_dir.join("tokenizer.json")).unwrap();
+        std::fs::write(dir.join("data.jsonl"), rows.join("\n") + "\n").unwrap();
+        std::fs::write(
+            dir.join("eval.toml"),
+            "[data]\nanswer_key = \"answer\"\ntier_key = \"level\"\nchat_template = false\n\
+             template = { custom = \"{problem}=\" }\n[rollout]\nmax_new_tokens = 6\n",
+        )
+        .unwrap();
+        let args = EvalArgs {
+            model: model_dir,
+            tokenizer: None,
+            data: dir.join("data.jsonl"),
+            config: Some(dir.join("eval.toml")),
+            k: Some(4),
+            pass_k: None,
+            temperature: Some(1.0),
+            top_p: Some(1.0),
+            max_new_tokens: None,
+            seed: 7,
+            prompts_per_call: 2,
+            bootstrap: 100,
+            out: dir.join("out"),
+            backend: BackendKind::Cpu,
+        };
+        (dir, args)
+    }
+
+    fn rows(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                let level = if i % 2 == 0 { "easy" } else { "hard" };
+                format!(
+                    r#"{{"prompt": "{i}+{i}", "answer": "{}", "level": "{level}"}}"#,
+                    2 * i
+                )
+            })
+            .collect()
+    }
+
+    fn lines(path: &std::path::Path) -> Vec<String> {
+        let mut l: Vec<String> = std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        l.sort();
+        l
+    }
+
+    /// 6 prompts × 4 samples: every sample is a verified line; the summary has avg@4,
+    /// pass@{1,2,4} and maj@{1,2,4} overall and per level; the table names them. Cut the file
+    /// mid-prompt (10 lines: two whole prompts and half of a third) and re-run: the two whole
+    /// prompts are kept, the rest re-sampled, and the samples and summary equal the first run's
+    /// (each prompt's samples depend only on the seed, the weights and the prompt).
+    #[test]
+    fn samples_scores_and_resumes_to_the_uninterrupted_result() {
+        let (_dir, args) = setup("resume", &rows(6));
+        let (code, table, err) = crate::cli::run_captured("", |io| run(args.clone(), io));
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(
+            table.contains("pass@4") && table.contains("maj@2") && table.contains("hard"),
+            "{table}"
+        );
+        let samples = args.out.join("samples.jsonl");
+        let first = lines(&samples);
+        assert_eq!(first.len(), 24);
+        let summary = std::fs::read_to_string(args.out.join("summary.json")).unwrap();
+        let s: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        assert_eq!(s["overall"]["samples"], 4);
+        assert_eq!(s["overall"]["avg"]["prompts"], 6);
+        assert_eq!(s["groups"]["easy"]["avg"]["prompts"], 3);
+        assert!(s["overall"]["pass_at"]["2"]["mean"].is_number());
+        let all = std::fs::read_to_string(&samples).unwrap();
+        let cut: Vec<&str> = all.lines().take(10).collect();
+        std::fs::write(&samples, cut.join("\n") + "\n").unwrap();
+        let (code, _, err) = crate::cli::run_captured("", |io| run(args.clone(), io));
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(err.contains("2 already in"), "{err}");
+        assert_eq!(lines(&samples), first);
+        assert_eq!(
+            std::fs::read_to_string(args.out.join("summary.json")).unwrap(),
+            summary
+        );
+    }
+
+    /// A bad row names the file and its line; an unreachable engine names its URL; a pass@k
+    /// beyond k is refused.
+    #[test]
+    fn bad_rows_engines_and_ks_are_clear_errors() {
+        let mut r = rows(3);
+        r[1] = r#"{"prompt": "1+1"}"#.into();
+        let (_dir, args) = setup("bad-row", &r);
+        let (code, _, err) = crate::cli::run_captured("", |io| run(args, io));
+        assert_eq!(code, EXIT_BAD_INPUT);
+        assert!(err.contains("data.jsonl: record 2"), "{err}");
+
+        let (dir, args) = setup("bad-engine", &rows(2));
+        let cfg = std::fs::read_to_string(dir.join("eval.toml")).unwrap()
+            + "[rollout.engine]\nkind = \"sglang\"\nurl = \"http://127.0.0.1:9\"\ntimeout_s = 2.0\nmax_retries = 0\n";
+        std::fs::write(dir.join("eval.toml"), cfg).unwrap();
+        let (code, _, err) = crate::cli::run_captured("", |io| run(args, io));
+        assert_eq!(code, EXIT_FAILURE);
+        assert!(err.contains("127.0.0.1:9"), "{err}");
+
+        let (_dir, mut args) = setup("bad-k", &rows(2));
+        args.pass_k = Some(vec![1, 8]);
+        let (code, _, err) = crate::cli::run_captured("", |io| run(args, io));
+        assert_eq!(code, EXIT_BAD_INPUT);
+        assert!(err.contains("--pass-k"), "{err}");
+    }
+
+    #[test]
+    fn default_ks_are_powers_of_two_and_k() {
+        assert_eq!(default_ks(1), vec![1]);
+        assert_eq!(default_ks(8), vec![1, 2, 4, 8]);
+        assert_eq!(default_ks(12), vec![1, 2, 4, 8, 12]);
+    }
+}
