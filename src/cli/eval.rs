@@ -84,6 +84,8 @@ struct Job<'a> {
     tokenizer: Tokenizer,
     k: usize,
     ks: Vec<usize>,
+    /// The data records skipped as unreadable.
+    skipped: Vec<String>,
 }
 
 /// 1, the powers of two below `k`, and `k`.
@@ -123,8 +125,13 @@ fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError>
         .clone()
         .unwrap_or_else(|| args.model.join("tokenizer.json"));
     let tokenizer = Tokenizer::from_file(&tok_path)?;
-    let data = Dataset::load(&args.data, &config.data)?;
+    let (data, skipped) = Dataset::load_skipping_bad_records(&args.data, &config.data)?;
+    let skipped: Vec<String> = skipped.iter().map(|e| e.to_string()).collect();
+    for s in &skipped {
+        let _ = writeln!(log, "skipped: {s}");
+    }
     Ok(Job {
+        skipped,
         log,
         args,
         config,
@@ -147,6 +154,7 @@ impl BackendJob for Job<'_> {
             tokenizer,
             k,
             ks,
+            skipped,
         } = self;
         std::fs::create_dir_all(&args.out).map_err(|e| TrainerError::io(&args.out, e))?;
         // A managed engine writes its weights under out_dir.
@@ -220,7 +228,7 @@ impl BackendJob for Job<'_> {
                 Ok(())
             },
         )?;
-        let summary = summarize(
+        let mut summary = summarize(
             &records,
             &ks,
             Bootstrap {
@@ -228,6 +236,7 @@ impl BackendJob for Job<'_> {
                 seed: args.seed,
             },
         )?;
+        summary.skipped_records = skipped;
         let summary_path = args.out.join("summary.json");
         let json = serde_json::to_string_pretty(&summary)
             .map_err(|e| TrainerError::io(&summary_path, e.into()))?;
@@ -368,16 +377,32 @@ mod tests {
         );
     }
 
-    /// A bad row names the file and its line; an unreachable engine names its URL; a pass@k
+    /// A bad row is reported by file and record number and skipped, and the other prompts are
+    /// evaluated (with their record index as id); an unreachable engine names its URL; a pass@k
     /// beyond k is refused.
     #[test]
     fn bad_rows_engines_and_ks_are_clear_errors() {
         let mut r = rows(3);
         r[1] = r#"{"prompt": "1+1"}"#.into();
         let (_dir, args) = setup("bad-row", &r);
-        let (code, _, err) = crate::cli::run_captured("", |io| run(args, io));
-        assert_eq!(code, EXIT_BAD_INPUT);
-        assert!(err.contains("data.jsonl: record 2"), "{err}");
+        let (code, _, err) = crate::cli::run_captured("", |io| run(args.clone(), io));
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(
+            err.contains("skipped: ") && err.contains("data.jsonl: record 2"),
+            "{err}"
+        );
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(args.out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(s["overall"]["avg"]["prompts"], 2);
+        assert_eq!(s["skipped_records"].as_array().unwrap().len(), 1);
+        let ids: BTreeSet<u64> =
+            rl_trainer::benchmark::read_samples(&args.out.join("samples.jsonl"), 4)
+                .unwrap()
+                .iter()
+                .map(|r| r.prompt)
+                .collect();
+        assert_eq!(ids, BTreeSet::from([0, 2]));
 
         let (dir, args) = setup("bad-engine", &rows(2));
         let cfg = std::fs::read_to_string(dir.join("eval.toml")).unwrap()

@@ -181,6 +181,9 @@ pub struct BenchmarkSummary {
     pub overall: Scores,
     /// Prompts by their group column (prompts without one are only in `overall`).
     pub groups: BTreeMap<String, Scores>,
+    /// Data records skipped as unreadable, each named by file and record number.
+    #[serde(default)]
+    pub skipped_records: Vec<String>,
 }
 
 /// Scores `records` (k per prompt) for every k of `ks` (each at most k).
@@ -215,6 +218,7 @@ pub fn summarize(
             .into_iter()
             .map(|(g, ps)| Ok((g, score(ps)?)))
             .collect::<Result<_, TrainerError>>()?,
+        skipped_records: Vec::new(),
     })
 }
 

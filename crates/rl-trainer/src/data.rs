@@ -61,73 +61,10 @@ impl Dataset {
     /// Loads `.jsonl`/`.json` (JSON lines) or `.parquet` with the columns of `cfg`. A bad record
     /// is an error naming the file, the record number and the column.
     pub fn load(path: &Path, cfg: &DataSection) -> Result<Self, TrainerError> {
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        let records: Box<dyn Iterator<Item = Result<(usize, Value), TrainerError>>> =
-            match ext.as_str() {
-                "jsonl" | "json" | "ndjson" => Box::new(jsonl_records(path)?),
-                "parquet" => Box::new(parquet_records(path)?.into_iter().map(Ok)),
-                other => {
-                    return Err(TrainerError::Config {
-                        field: "data.train/eval".into(),
-                        message: format!(
-                            "{}: unknown extension `{other}`; valid: jsonl, json, ndjson, parquet",
-                            path.display()
-                        ),
-                    });
-                }
-            };
         let mut prompts = Vec::new();
-        for rec in records {
+        for rec in records(path)? {
             let (record, value) = rec?;
-            let err = |message: String| TrainerError::Data {
-                path: path.display().to_string(),
-                record,
-                message,
-            };
-            let text = match lookup(&value, &cfg.prompt_key) {
-                Some(Value::String(s)) => PromptText::Text(s.clone()),
-                Some(v @ Value::Array(_)) => {
-                    PromptText::Chat(serde_json::from_value(v.clone()).map_err(|e| {
-                        err(format!(
-                            "column `{}`: expected chat messages [{{role, content}}]: {e}",
-                            cfg.prompt_key
-                        ))
-                    })?)
-                }
-                Some(_) => {
-                    return Err(err(format!(
-                        "column `{}`: expected a string or a list of chat messages",
-                        cfg.prompt_key
-                    )));
-                }
-                None => return Err(err(format!("column `{}` is missing", cfg.prompt_key))),
-            };
-            let answer = match lookup(&value, &cfg.answer_key) {
-                Some(Value::String(s)) => s.clone(),
-                Some(v @ Value::Number(_)) => v.to_string(),
-                Some(_) => {
-                    return Err(err(format!(
-                        "column `{}`: expected a string or a number",
-                        cfg.answer_key
-                    )));
-                }
-                None => return Err(err(format!("column `{}` is missing", cfg.answer_key))),
-            };
-            let tier = match &cfg.tier_key {
-                None => None,
-                Some(k) => match lookup(&value, k) {
-                    Some(Value::String(s)) => Some(s.clone()),
-                    Some(v @ Value::Number(_)) => Some(v.to_string()),
-                    Some(_) => {
-                        return Err(err(format!("column `{k}`: expected a string or a number")));
-                    }
-                    None => return Err(err(format!("column `{k}` is missing"))),
-                },
-            };
+            let (text, answer, tier) = parse_record(path, record, &value, cfg)?;
             prompts.push(Prompt {
                 id: prompts.len() as u64,
                 text,
@@ -135,14 +72,35 @@ impl Dataset {
                 tier,
             });
         }
-        if prompts.is_empty() {
-            return Err(TrainerError::Data {
-                path: path.display().to_string(),
-                record: 0,
-                message: "no prompts".into(),
+        non_empty(path, prompts)
+    }
+
+    /// [`Dataset::load`] that skips bad records instead of stopping at the first: returns the
+    /// good ones, each with its 0-based record index as `id` (stable whatever is skipped), and
+    /// one error per skipped record, naming the file, the record number and the column.
+    pub fn load_skipping_bad_records(
+        path: &Path,
+        cfg: &DataSection,
+    ) -> Result<(Self, Vec<TrainerError>), TrainerError> {
+        let mut prompts = Vec::new();
+        let mut skipped = Vec::new();
+        for rec in records(path)? {
+            let parsed = rec.and_then(|(record, value)| {
+                let (text, answer, tier) = parse_record(path, record, &value, cfg)?;
+                Ok(Prompt {
+                    id: record.saturating_sub(1) as u64,
+                    text,
+                    answer,
+                    tier,
+                })
             });
+            match parsed {
+                Ok(p) => prompts.push(p),
+                Err(e @ TrainerError::Data { .. }) => skipped.push(e),
+                Err(e) => return Err(e),
+            }
         }
-        Ok(Dataset { prompts })
+        Ok((non_empty(path, prompts)?, skipped))
     }
 
     /// Distinct tiers in first-appearance order.
@@ -212,6 +170,98 @@ fn parquet_records(path: &Path) -> Result<Vec<(usize, Value)>, TrainerError> {
         out.push((i + 1, row.to_json_value()));
     }
     Ok(out)
+}
+
+/// A data file's records: (1-based record number, value), or the error of an unreadable one.
+type Records<'a> = Box<dyn Iterator<Item = Result<(usize, Value), TrainerError>> + 'a>;
+
+/// The records of a data file, by extension.
+fn records(path: &Path) -> Result<Records<'_>, TrainerError> {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    Ok(match ext.as_str() {
+        "jsonl" | "json" | "ndjson" => Box::new(jsonl_records(path)?),
+        "parquet" => Box::new(parquet_records(path)?.into_iter().map(Ok)),
+        other => {
+            return Err(TrainerError::Config {
+                field: "data.train/eval".into(),
+                message: format!(
+                    "{}: unknown extension `{other}`; valid: jsonl, json, ndjson, parquet",
+                    path.display()
+                ),
+            });
+        }
+    })
+}
+
+/// A file without a single prompt is an error.
+fn non_empty(path: &Path, prompts: Vec<Prompt>) -> Result<Dataset, TrainerError> {
+    if prompts.is_empty() {
+        return Err(TrainerError::Data {
+            path: path.display().to_string(),
+            record: 0,
+            message: "no prompts".into(),
+        });
+    }
+    Ok(Dataset { prompts })
+}
+
+/// The problem, answer and tier of one record.
+fn parse_record(
+    path: &Path,
+    record: usize,
+    value: &Value,
+    cfg: &DataSection,
+) -> Result<(PromptText, String, Option<String>), TrainerError> {
+    let err = |message: String| TrainerError::Data {
+        path: path.display().to_string(),
+        record,
+        message,
+    };
+    let text = match lookup(value, &cfg.prompt_key) {
+        Some(Value::String(s)) => PromptText::Text(s.clone()),
+        Some(v @ Value::Array(_)) => {
+            PromptText::Chat(serde_json::from_value(v.clone()).map_err(|e| {
+                err(format!(
+                    "column `{}`: expected chat messages [{{role, content}}]: {e}",
+                    cfg.prompt_key
+                ))
+            })?)
+        }
+        Some(_) => {
+            return Err(err(format!(
+                "column `{}`: expected a string or a list of chat messages",
+                cfg.prompt_key
+            )));
+        }
+        None => return Err(err(format!("column `{}` is missing", cfg.prompt_key))),
+    };
+    let answer = match lookup(value, &cfg.answer_key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(v @ Value::Number(_)) => v.to_string(),
+        Some(_) => {
+            return Err(err(format!(
+                "column `{}`: expected a string or a number",
+                cfg.answer_key
+            )));
+        }
+        None => return Err(err(format!("column `{}` is missing", cfg.answer_key))),
+    };
+    let tier = match &cfg.tier_key {
+        None => None,
+        Some(k) => match lookup(value, k) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(v @ Value::Number(_)) => Some(v.to_string()),
+            Some(_) => {
+                return Err(err(format!("column `{k}`: expected a string or a number")));
+            }
+            None => return Err(err(format!("column `{k}` is missing"))),
+        },
+    };
+    Ok((text, answer, tier))
 }
 
 /// Renders prompts into token ids.
