@@ -21,6 +21,7 @@ use rl_trainer::benchmark::{
     BenchmarkSettings, Scoring, markdown_table, read_samples, sample_benchmark, summarize,
     write_samples,
 };
+use rl_trainer::config::{AnswerFormat, DataSection};
 use rl_trainer::data::{Dataset, PromptRenderer};
 use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
 use rl_verifier::Bootstrap;
@@ -40,9 +41,21 @@ pub struct EvalArgs {
     /// Prompts: JSON lines or Parquet, columns as in the config's `[data]` section.
     #[arg(long)]
     pub data: PathBuf,
-    /// A training config (TOML) for `[data]`, `reward.verifier`, `[rollout.engine]`, `[eval]`.
+    /// A training config (TOML) for `[data]`, `reward.verifier`, `[rollout.engine]`, `[eval]`;
+    /// applied over `--preset`.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Column names and answer format of a benchmark's usual layout: `aime` (problem, answer),
+    /// `math500` (problem, the boxed answer of solution, tier = level), `gsm8k` (question, the
+    /// answer after ####), `dapo17k` (prompt, reward_model.ground_truth).
+    #[arg(long, value_parser = ["aime", "math500", "gsm8k", "dapo17k"])]
+    pub preset: Option<String>,
+    /// The problem column (overrides the preset and the config).
+    #[arg(long)]
+    pub prompt_field: Option<String>,
+    /// The ground-truth column (overrides the preset and the config).
+    #[arg(long)]
+    pub answer_field: Option<String>,
     /// Samples per prompt (default: the config's `eval.k`).
     #[arg(long)]
     pub k: Option<usize>,
@@ -98,11 +111,40 @@ fn default_ks(k: usize) -> Vec<usize> {
     ks
 }
 
-fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError> {
-    let mut config = match &args.config {
-        Some(path) => TrainConfig::from_toml_file(path, &TrainConfig::default())?,
-        None => TrainConfig::default(),
+/// The `[data]` columns of a benchmark preset.
+fn apply_preset(data: &mut DataSection, preset: &str) {
+    let (prompt, answer, format, tier) = match preset {
+        "aime" => ("problem", "answer", AnswerFormat::AsIs, None),
+        "math500" => ("problem", "solution", AnswerFormat::Boxed, Some("level")),
+        "gsm8k" => ("question", "answer", AnswerFormat::AfterHashes, None),
+        _ => (
+            "prompt",
+            "reward_model.ground_truth",
+            AnswerFormat::AsIs,
+            None,
+        ),
     };
+    data.prompt_key = prompt.into();
+    data.answer_key = answer.into();
+    data.answer_format = format;
+    data.tier_key = tier.map(String::from);
+}
+
+fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError> {
+    let mut base = TrainConfig::default();
+    if let Some(p) = &args.preset {
+        apply_preset(&mut base.data, p);
+    }
+    let mut config = match &args.config {
+        Some(path) => TrainConfig::from_toml_file(path, &base)?,
+        None => base,
+    };
+    if let Some(f) = &args.prompt_field {
+        config.data.prompt_key = f.clone();
+    }
+    if let Some(f) = &args.answer_field {
+        config.data.answer_key = f.clone();
+    }
     if let Some(t) = args.temperature {
         config.eval.temperature = t;
     }
@@ -305,6 +347,9 @@ mod tests {
             tokenizer: None,
             data: dir.join("data.jsonl"),
             config: Some(dir.join("eval.toml")),
+            preset: None,
+            prompt_field: None,
+            answer_field: None,
             k: Some(4),
             pass_k: None,
             temperature: Some(1.0),
@@ -417,6 +462,53 @@ mod tests {
         let (code, _, err) = crate::cli::run_captured("", |io| run(args, io));
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(err.contains("--pass-k"), "{err}");
+    }
+
+    /// A config with the template only, so that the preset names the columns.
+    fn template_only(dir: &std::path::Path) {
+        std::fs::write(
+            dir.join("eval.toml"),
+            "[data]\nchat_template = false\ntemplate = { custom = \"{problem}=\" }\n",
+        )
+        .unwrap();
+    }
+
+    /// `--preset gsm8k` reads `question` and the answer after `####`; `--preset math500` the
+    /// boxed answer of `solution` with `level` as the group.
+    #[test]
+    fn presets_map_benchmark_columns() {
+        let gsm = vec![
+            serde_json::json!({"question": "1+1", "answer": "so 2\n#### 2"}).to_string(),
+            serde_json::json!({"question": "2+3", "answer": "#### 5"}).to_string(),
+        ];
+        let (dir, mut args) = setup("gsm8k", &gsm);
+        template_only(&dir);
+        args.preset = Some("gsm8k".into());
+        args.k = Some(2);
+        let (code, table, err) = crate::cli::run_captured("", |io| run(args.clone(), io));
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(table.contains("| overall | 2 |"), "{table}");
+        let math = vec![
+            serde_json::json!({
+                "problem": "1+2",
+                "solution": "hence $\\boxed{\\frac{1}{2}}$",
+                "level": "Level 5"
+            })
+            .to_string(),
+        ];
+        let (dir, mut args) = setup("math500", &math);
+        template_only(&dir);
+        args.preset = Some("math500".into());
+        args.k = Some(2);
+        let (code, table, err) = crate::cli::run_captured("", |io| run(args.clone(), io));
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(table.contains("| Level 5 | 1 |"), "{table}");
+        let mut dapo = TrainConfig::default().data;
+        apply_preset(&mut dapo, "math500");
+        assert_eq!(
+            (dapo.answer_key.as_str(), dapo.answer_format),
+            ("solution", AnswerFormat::Boxed)
+        );
     }
 
     #[test]

@@ -250,6 +250,12 @@ fn parse_record(
         }
         None => return Err(err(format!("column `{}` is missing", cfg.answer_key))),
     };
+    let Some(answer) = cfg.answer_format.extract(&answer) else {
+        return Err(err(format!(
+            "column `{}`: no answer in it as data.answer_format = {:?} reads it",
+            cfg.answer_key, cfg.answer_format
+        )));
+    };
     let tier = match &cfg.tier_key {
         None => None,
         Some(k) => match lookup(value, k) {

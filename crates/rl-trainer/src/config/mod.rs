@@ -48,6 +48,10 @@ pub struct DataSection {
     pub prompt_key: String,
     /// Column holding the ground truth; dots descend into objects (`reward_model.ground_truth`).
     pub answer_key: String,
+    /// How the ground truth is read from that column: `as_is`, `boxed` (the last `\boxed{…}`
+    /// of a worked solution, as MATH's `solution`) or `after_hashes` (the text after the last
+    /// `####`, commas removed, as GSM8K's `answer`).
+    pub answer_format: AnswerFormat,
     /// Optional column naming a difficulty tier for per-tier metrics.
     pub tier_key: Option<String>,
     /// How a problem becomes the user message.
@@ -65,10 +69,41 @@ impl Default for DataSection {
             eval: None,
             prompt_key: "prompt".into(),
             answer_key: "reward_model.ground_truth".into(),
+            answer_format: AnswerFormat::AsIs,
             tier_key: None,
             template: PromptTemplate::Dapo,
             chat_template: true,
             disable_thinking: false,
+        }
+    }
+}
+
+/// How a data file's ground-truth column holds the answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerFormat {
+    /// The column is the answer.
+    #[default]
+    AsIs,
+    /// The content of the column's last `\boxed{…}` (braces balanced as verl's
+    /// `last_boxed_only_string` counts them): MATH / MATH-500 `solution`.
+    Boxed,
+    /// The text after the column's last `####`, trimmed, with `,` removed: GSM8K `answer`.
+    AfterHashes,
+}
+
+impl AnswerFormat {
+    /// The answer in `raw`, or `None` when the format does not apply.
+    pub fn extract(self, raw: &str) -> Option<String> {
+        match self {
+            AnswerFormat::AsIs => Some(raw.to_string()),
+            AnswerFormat::Boxed => {
+                rl_verifier::dapo::last_boxed_content(raw).map(|s| s.trim().to_string())
+            }
+            AnswerFormat::AfterHashes => raw
+                .rfind("####")
+                .map(|i| raw[i + 4..].trim().replace(',', ""))
+                .filter(|s| !s.is_empty()),
         }
     }
 }
@@ -493,5 +528,30 @@ impl TrainConfig {
         self.reward
             .rewards
             .unwrap_or_else(|| self.reward.verifier.default_rewards())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AnswerFormat;
+
+    /// MATH's solutions end in `\boxed{…}` (nested braces kept whole); GSM8K's answers end in
+    /// `#### 1,234`; a column without the marker has no answer in that format.
+    #[test]
+    fn answer_formats_read_math_and_gsm8k_ground_truths() {
+        let math = r"So $x = \frac{1}{2}$, and the sum is $\boxed{\frac{1}{2}+\sqrt{3}}$.";
+        assert_eq!(
+            AnswerFormat::Boxed.extract(math).as_deref(),
+            Some(r"\frac{1}{2}+\sqrt{3}")
+        );
+        let gsm = "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n#### 1,072";
+        assert_eq!(
+            AnswerFormat::AfterHashes.extract(gsm).as_deref(),
+            Some("1072")
+        );
+        assert_eq!(AnswerFormat::AsIs.extract("72").as_deref(), Some("72"));
+        assert_eq!(AnswerFormat::Boxed.extract("no box here"), None);
+        assert_eq!(AnswerFormat::AfterHashes.extract("no hashes"), None);
+        assert_eq!(AnswerFormat::AfterHashes.extract("####  "), None);
     }
 }
