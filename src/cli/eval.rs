@@ -18,15 +18,15 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_models::{Qwen3, Tokenizer};
 use rl_rollout::SamplingParams;
 use rl_trainer::benchmark::{
-    BenchmarkSettings, Scoring, markdown_table, read_samples, sample_benchmark, summarize,
-    write_samples,
+    BenchmarkSettings, Scoring, append_samples, markdown_table, read_samples, sample_benchmark,
+    summarize, write_samples,
 };
 use rl_trainer::config::{AnswerFormat, DataSection};
 use rl_trainer::data::{Dataset, PromptRenderer};
 use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
 use rl_verifier::Bootstrap;
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
+use super::{EXIT_BAD_INPUT, EXIT_FAILURE, Io};
 use crate::backend::{BackendJob, BackendKind, run_on};
 
 /// Arguments of `rlvr eval`.
@@ -253,13 +253,7 @@ impl BackendJob for Job<'_> {
             &settings,
             &done,
             |batch, sampled| {
-                for r in batch {
-                    let line = serde_json::to_string(r)
-                        .map_err(|e| TrainerError::io(&samples_path, e.into()))?;
-                    writeln!(file, "{line}").map_err(|e| TrainerError::io(&samples_path, e))?;
-                }
-                file.flush()
-                    .map_err(|e| TrainerError::io(&samples_path, e))?;
+                append_samples(&mut file, &samples_path, batch)?;
                 records.extend_from_slice(batch);
                 let secs = t0.elapsed().as_secs_f64();
                 let _ = writeln!(
@@ -297,27 +291,19 @@ pub fn run(args: EvalArgs, io: &mut Io<'_>) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    match run_on(kind, job) {
-        Ok(Ok(table)) => {
-            if write!(io.stdout, "{table}").is_err() {
-                return EXIT_FAILURE;
-            }
-            EXIT_OK
-        }
-        Ok(Err(e)) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            EXIT_FAILURE
-        }
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            EXIT_BAD_INPUT
-        }
+    let result = run_on(kind, job);
+    if let Ok(Ok(table)) = &result
+        && write!(io.stdout, "{table}").is_err()
+    {
+        return EXIT_FAILURE;
     }
+    super::job_exit(result.map(|r| r.map(|_| ())), io)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::EXIT_OK;
     use burn::backend::Flex;
     use rl_models::Qwen3Config;
     use rl_trainer::tasks::ArithmeticTask;

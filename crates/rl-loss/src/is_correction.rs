@@ -119,6 +119,12 @@ impl IsCorrection {
         }
     }
 
+    /// Whether the loss takes per-token weights or masks under this correction (`none` and an
+    /// unresolved `auto` take none).
+    pub fn reweights(&self) -> bool {
+        !matches!(self, IsCorrection::None | IsCorrection::Auto)
+    }
+
     /// `auto` resolved: `none` when the rollouts come from the trainer's own weights in
     /// process and synchronously (`same_weights`), `token_tis` with C = 2 otherwise. Other
     /// settings are returned unchanged.

@@ -162,14 +162,24 @@ pub fn read_samples(path: &Path, k: usize) -> Result<Vec<SampleRecord>, TrainerE
         .collect())
 }
 
+/// Appends `records` as JSON lines to `out` (the file `path`, named in errors) and flushes it.
+pub fn append_samples(
+    out: &mut impl Write,
+    path: &Path,
+    records: &[SampleRecord],
+) -> Result<(), TrainerError> {
+    for r in records {
+        let line = serde_json::to_string(r).map_err(|e| TrainerError::io(path, e.into()))?;
+        writeln!(out, "{line}").map_err(|e| TrainerError::io(path, e))?;
+    }
+    out.flush().map_err(|e| TrainerError::io(path, e))
+}
+
 /// Writes `records` as JSON lines to `path` (replacing it), atomically.
 pub fn write_samples(path: &Path, records: &[SampleRecord]) -> Result<(), TrainerError> {
     let tmp = path.with_extension("jsonl.tmp");
     let mut f = std::fs::File::create(&tmp).map_err(|e| TrainerError::io(&tmp, e))?;
-    for r in records {
-        let line = serde_json::to_string(r).map_err(|e| TrainerError::io(&tmp, e.into()))?;
-        writeln!(f, "{line}").map_err(|e| TrainerError::io(&tmp, e))?;
-    }
+    append_samples(&mut f, &tmp, records)?;
     f.sync_all().map_err(|e| TrainerError::io(&tmp, e))?;
     std::fs::rename(&tmp, path).map_err(|e| TrainerError::io(path, e))
 }

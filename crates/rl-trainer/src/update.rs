@@ -5,7 +5,7 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rl_loss::{
     Aggregation, GlobalCounts, IsCorrection, IsStats, LossConfig, LossInput, LossMetrics,
-    aggregate, compute_loss, sequence_weights,
+    SequenceWeights, aggregate, compute_loss, sequence_weights,
 };
 use rl_models::EntropyMode;
 
@@ -334,8 +334,12 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
                         message: format!("reading this update's log-probs: {e:?}"),
                     })?;
                 let w = this_forward_weights(chunk, &host, a.width, &correction, &mut is_stats)?;
-                let active = !matches!(correction, IsCorrection::None | IsCorrection::Auto);
-                (old, active.then(|| tensor::<B>(w, shape, device)))
+                (
+                    old,
+                    correction
+                        .reweights()
+                        .then(|| tensor::<B>(w, shape, device)),
+                )
             }
         };
         let input = LossInput {
@@ -397,18 +401,27 @@ fn this_forward_weights(
             // (`UpdateOutcome::applied`) whatever the weights; the row adds no statistics.
             continue;
         }
-        let w = sequence_weights(correction, &old[row.clone()], s.rollout_logp).map_err(|e| {
-            TrainerError::Batch {
-                sequence: i,
-                message: format!("importance weights: {e}"),
-            }
-        })?;
+        let w = importance_of(correction, i, &old[row.clone()], s.rollout_logp)?;
         if s.train {
             stats.merge(&w.stats);
         }
         weights[row].copy_from_slice(&w.weights);
     }
     Ok(weights)
+}
+
+/// The importance weights, masks and statistics of sequence `sequence` of a batch from its π_old
+/// and π_rollout log-probs; a mismatch is an error naming the sequence.
+pub(crate) fn importance_of(
+    correction: &IsCorrection,
+    sequence: usize,
+    old: &[f32],
+    rollout: &[f32],
+) -> Result<SequenceWeights, TrainerError> {
+    sequence_weights(correction, old, rollout).map_err(|e| TrainerError::Batch {
+        sequence,
+        message: format!("importance weights: {e}"),
+    })
 }
 
 /// One supervised update: token-mean negative log-likelihood of the responses given the prompts

@@ -21,9 +21,7 @@ use rl_loss::{Aggregation, LossConfig};
 use rl_models::{Qwen3, Tokenizer};
 use rl_trainer::distributed::{Worker, WorkerConfig};
 use rl_trainer::optim::AdamWOptimizer;
-use rl_trainer::optim::lr_at;
 use rl_trainer::tasks::ArithmeticTask;
-use rl_trainer::trainer::TrainBatch;
 use rl_trainer::update::{TrainSeq, UpdateSettings, policy_update, policy_update_sharded};
 use rl_trainer::{DataParallel, Policy, TrainConfig, Trainer};
 
@@ -341,26 +339,13 @@ fn a_hand_written_two_worker_loop_trains_as_trainer_step_does() {
                         .unwrap();
                     let mut steps = Vec::new();
                     for _ in 0..2 {
-                        let step = t.step_count() + 1;
-                        let lr = lr_at(&t.config().optim, t.step_count());
-                        let batch = t.collect_batch().unwrap();
-                        let adv = t.advantages(&batch.groups).unwrap();
-                        let behaviour = t.behaviour(&batch.groups).unwrap();
-                        let minibatches = t.minibatches(batch.groups.len());
-                        let train = TrainBatch {
-                            groups: &batch.groups,
-                            advantages: &adv.advantages,
-                            behaviour: &behaviour,
-                            minibatches: &minibatches,
-                        };
-                        let u = t.update(step, lr, &train).unwrap();
-                        t.finish_step().unwrap();
-                        let n = u.applied.max(1) as f64;
+                        let h = common::hand_step(&mut t, |t, groups| t.behaviour(groups));
+                        let n = h.update.applied.max(1) as f64;
                         steps.push((
-                            u.loss.loss / n,
-                            u.grad_norm_sum / n,
-                            batch.stats.generated,
-                            adv.advantages,
+                            h.update.loss.loss / n,
+                            h.update.grad_norm_sum / n,
+                            h.generated,
+                            h.advantages,
                         ));
                     }
                     let params = flat(t.policy());

@@ -795,8 +795,6 @@ fn docs_trainer_md_lists_every_field_with_its_default() {
 #[test]
 fn one_update_per_batch_takes_pi_old_from_its_own_forward_exactly() {
     use rl_loss::IsCorrection;
-    use rl_trainer::optim::lr_at;
-    use rl_trainer::trainer::TrainBatch;
     let (model, tok) = common::task_model(5, None);
     let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
     for correction in [IsCorrection::None, IsCorrection::TokenTis { cap: 2.0 }] {
@@ -824,38 +822,22 @@ fn one_update_per_batch_takes_pi_old_from_its_own_forward_exactly() {
             assert!(t.old_from_update());
             let mut steps = Vec::new();
             for _ in 0..2 {
-                let step = t.step_count() + 1;
-                let lr = lr_at(&t.config().optim, t.step_count());
-                let batch = t.collect_batch().unwrap();
-                let adv = t.advantages(&batch.groups).unwrap();
-                let behaviour = if two_pass {
-                    t.behaviour_two_pass(&batch.groups).unwrap()
-                } else {
-                    t.behaviour(&batch.groups).unwrap()
-                };
-                assert_eq!(behaviour.old_from_update, !two_pass);
-                let minibatches = t.minibatches(batch.groups.len());
-                let u = t
-                    .update(
-                        step,
-                        lr,
-                        &TrainBatch {
-                            groups: &batch.groups,
-                            advantages: &adv.advantages,
-                            behaviour: &behaviour,
-                            minibatches: &minibatches,
-                        },
-                    )
-                    .unwrap();
-                assert_eq!(u.applied, 1);
+                let h = common::hand_step(&mut t, |t, groups| {
+                    if two_pass {
+                        t.behaviour_two_pass(groups)
+                    } else {
+                        t.behaviour(groups)
+                    }
+                });
+                assert_eq!(h.behaviour.old_from_update, !two_pass);
+                assert_eq!(h.update.applied, 1);
                 assert!(
-                    adv.advantages.iter().any(|&a| a != 0.0),
+                    h.advantages.iter().any(|&a| a != 0.0),
                     "nothing to learn from"
                 );
-                let is = u.is_stats.unwrap_or(behaviour.is.stats);
+                let is = h.update.is_stats.unwrap_or(h.behaviour.is.stats);
                 assert!(is.tokens > 0);
-                steps.push((u.loss, u.grad_norm_sum, is));
-                t.finish_step().unwrap();
+                steps.push((h.update.loss, h.update.grad_norm_sum, is));
             }
             (steps, common::flat(t.policy()))
         };

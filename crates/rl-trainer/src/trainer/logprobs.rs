@@ -4,7 +4,7 @@
 //! (`rl-loss`'s [`IsCorrection`]).
 
 use burn::tensor::backend::AutodiffBackend;
-use rl_loss::{IsCorrection, IsStats, sequence_weights};
+use rl_loss::IsStats;
 use rl_sampler::RolloutGroup;
 
 use super::Trainer;
@@ -12,7 +12,7 @@ use crate::TrainerError;
 use crate::parallel::scatter;
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
-use crate::update::OldLogprobs;
+use crate::update::{OldLogprobs, importance_of};
 
 /// Per-token log-probs of every rollout's response under the policy before the step's updates
 /// (π_old) and, with KL, under the reference policy.
@@ -64,13 +64,27 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         items: &[&ScoredResponse],
     ) -> Result<BehaviourLogprobs, TrainerError> {
         let micro = self.config.optim.micro_batch;
-        let t = self.logprob_temperature();
-        let old = response_logprobs(self.policy(), items, micro, t)?;
-        let reference = match &self.reference {
-            Some(rp) => Some(response_logprobs(rp, items, micro, t)?),
-            None => None,
-        };
+        let old = response_logprobs(self.policy(), items, micro, self.logprob_temperature())?;
+        let reference = self.reference_logprobs(items)?;
         Ok(BehaviourLogprobs { old, reference })
+    }
+
+    /// π_ref log-probs of every response token of `items` (with KL; `None` without).
+    fn reference_logprobs(
+        &self,
+        items: &[&ScoredResponse],
+    ) -> Result<Option<Vec<Vec<f32>>>, TrainerError> {
+        self.reference
+            .as_ref()
+            .map(|rp| {
+                response_logprobs(
+                    rp,
+                    items,
+                    self.config.optim.micro_batch,
+                    self.logprob_temperature(),
+                )
+            })
+            .transpose()
     }
 
     /// Importance-sampling phase: per-token weights and masks from π_old (`old`) and each
@@ -82,16 +96,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         old: &[Vec<f32>],
     ) -> Result<ImportanceWeights, TrainerError> {
         let mut out = ImportanceWeights {
-            active: !matches!(self.is_correction, IsCorrection::None | IsCorrection::Auto),
+            active: self.is_correction.reweights(),
             ..ImportanceWeights::default()
         };
         for (i, (r, o)) in items.iter().zip(old).enumerate() {
-            let w = sequence_weights(&self.is_correction, o, &r.rollout_logp).map_err(|e| {
-                TrainerError::Batch {
-                    sequence: i,
-                    message: format!("importance weights: {e}"),
-                }
-            })?;
+            let w = importance_of(&self.is_correction, i, o, &r.rollout_logp)?;
             if r.train {
                 out.stats.merge(&w.stats);
             }
@@ -155,21 +164,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         groups: &[RolloutGroup<ScoredResponse>],
     ) -> Result<Behaviour, TrainerError> {
         let (mine, at, n) = self.owned_items(groups);
-        let reference = match &self.reference {
-            Some(rp) => {
-                let micro = self.config.optim.micro_batch;
-                let r = response_logprobs(rp, &mine, micro, self.logprob_temperature())?;
-                Some(scatter(&at, n, r))
-            }
-            None => None,
-        };
+        let reference = self.reference_logprobs(&mine)?.map(|r| scatter(&at, n, r));
         Ok(Behaviour {
             logprobs: BehaviourLogprobs {
                 old: vec![Vec::new(); n],
                 reference,
             },
             is: ImportanceWeights {
-                active: !matches!(self.is_correction, IsCorrection::None | IsCorrection::Auto),
+                active: self.is_correction.reweights(),
                 weights: vec![Vec::new(); n],
                 keep: vec![Vec::new(); n],
                 stats: IsStats::default(),

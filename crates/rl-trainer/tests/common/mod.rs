@@ -87,3 +87,47 @@ pub fn flat(model: &Qwen3<B>) -> Vec<f32> {
     model.visit(&mut v);
     v.0
 }
+
+/// What one hand-written step ([`hand_step`]) produced.
+pub struct HandStep {
+    /// Responses generated for the batch.
+    pub generated: usize,
+    /// One advantage per response of the kept groups.
+    pub advantages: Vec<f64>,
+    /// The behaviour phase's output.
+    pub behaviour: rl_trainer::trainer::Behaviour,
+    /// The update phase's output.
+    pub update: rl_trainer::trainer::UpdateStats,
+}
+
+/// One training step written by hand from the trainer's public phases, as a custom loop would:
+/// collect a batch, advantages, the behaviour phase chosen by `behaviour`, mini-batches, update,
+/// finish the step.
+pub fn hand_step<P: rl_trainer::Policy<B>>(
+    t: &mut rl_trainer::Trainer<B, P>,
+    behaviour: impl FnOnce(
+        &rl_trainer::Trainer<B, P>,
+        &[rl_sampler::RolloutGroup<rl_trainer::scoring::ScoredResponse>],
+    ) -> Result<rl_trainer::trainer::Behaviour, rl_trainer::TrainerError>,
+) -> HandStep {
+    let step = t.step_count() + 1;
+    let lr = rl_trainer::optim::lr_at(&t.config().optim, t.step_count());
+    let batch = t.collect_batch().unwrap();
+    let adv = t.advantages(&batch.groups).unwrap();
+    let behaviour = behaviour(t, &batch.groups).unwrap();
+    let minibatches = t.minibatches(batch.groups.len());
+    let train = rl_trainer::trainer::TrainBatch {
+        groups: &batch.groups,
+        advantages: &adv.advantages,
+        behaviour: &behaviour,
+        minibatches: &minibatches,
+    };
+    let update = t.update(step, lr, &train).unwrap();
+    t.finish_step().unwrap();
+    HandStep {
+        generated: batch.stats.generated,
+        advantages: adv.advantages,
+        behaviour,
+        update,
+    }
+}
