@@ -28,6 +28,7 @@ fn eval(hard: f64) -> EvalReport {
         k: 8,
         avg_at_k: avg,
         pass_at_k: avg,
+        ..TierEval::default()
     };
     let mut tiers = BTreeMap::new();
     for name in ["easy", "medium", "hard"] {

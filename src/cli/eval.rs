@@ -10,16 +10,16 @@
 //! all in the file, and gives what an uninterrupted run would have given.
 
 use std::collections::BTreeSet;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
+use indicatif::{ProgressBar, ProgressStyle};
 use rl_models::{Qwen3, Tokenizer};
-use rl_rollout::SamplingParams;
 use rl_trainer::benchmark::{
-    BenchmarkSettings, Scoring, append_samples, markdown_table, read_samples, sample_benchmark,
-    summarize, write_samples,
+    BenchmarkSettings, BenchmarkSummary, Scoring, append_samples, markdown_table, read_samples,
+    sample_benchmark, summarize, write_samples,
 };
 use rl_trainer::config::{AnswerFormat, DataSection};
 use rl_trainer::data::{Dataset, PromptRenderer};
@@ -71,9 +71,13 @@ pub struct EvalArgs {
     /// Most new tokens (default: `rollout.max_new_tokens`).
     #[arg(long)]
     pub max_new_tokens: Option<usize>,
-    /// Seed; prompt i is sampled with seed ^ (i << 20).
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Seed (default: the config's `seed`, as the trainer's evaluation); prompt i's request is
+    /// seeded `seed ^ 0xE7A1 << 48 ^ i << 20`.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Evaluate the first N prompts (default: the config's `eval.max_prompts`; 0: all).
+    #[arg(long)]
+    pub limit: Option<usize>,
     /// Prompts per engine call (each call's samples are written before the next).
     #[arg(long, default_value_t = 16)]
     pub prompts_per_call: usize,
@@ -154,6 +158,9 @@ fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError>
     if let Some(m) = args.max_new_tokens {
         config.rollout.max_new_tokens = m;
     }
+    if let Some(l) = args.limit {
+        config.eval.max_prompts = l;
+    }
     let k = args.k.unwrap_or(config.eval.k);
     let ks = args.pass_k.clone().unwrap_or_else(|| default_ks(k));
     if k == 0 || ks.iter().any(|&x| x == 0 || x > k) {
@@ -167,7 +174,10 @@ fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError>
         .clone()
         .unwrap_or_else(|| args.model.join("tokenizer.json"));
     let tokenizer = Tokenizer::from_file(&tok_path)?;
-    let (data, skipped) = Dataset::load_skipping_bad_records(&args.data, &config.data)?;
+    let (mut data, skipped) = Dataset::load_skipping_bad_records(&args.data, &config.data)?;
+    if config.eval.max_prompts > 0 {
+        data.prompts.truncate(config.eval.max_prompts);
+    }
     let skipped: Vec<String> = skipped.iter().map(|e| e.to_string()).collect();
     for s in &skipped {
         let _ = writeln!(log, "skipped: {s}");
@@ -211,28 +221,27 @@ impl BackendJob for Job<'_> {
         // Keep only whole prompts (a file cut short mid-prompt loses that prompt's partial lines).
         write_samples(&samples_path, &records)?;
         let done: BTreeSet<u64> = records.iter().map(|r| r.prompt).collect();
+        let seed = args.seed.unwrap_or(config.seed);
         let settings = BenchmarkSettings {
             k,
-            params: SamplingParams {
-                temperature: config.eval.temperature,
-                top_p: config.eval.top_p,
-                top_k: 0,
-                max_new_tokens: config.rollout.max_new_tokens,
-                stop_ids: end_ids.clone(),
-                seed: 0,
-            },
-            seed: args.seed,
+            params: config.eval_sampling(&end_ids),
+            seed,
             prompts_per_call: args.prompts_per_call,
         };
-        let todo = data.len() - done.len().min(data.len());
+        let todo = data
+            .prompts
+            .iter()
+            .filter(|p| !done.contains(&p.id))
+            .count();
         let _ = writeln!(
             log,
-            "eval: {} prompts × {k} samples through {} ({} already in {})",
+            "eval: {} prompts × {k} samples through {}, seed {seed} ({} already in {})",
             data.len(),
             engine.name(),
-            done.len(),
+            data.len() - todo,
             samples_path.display()
         );
+        let mut progress = Bar::new(todo, k);
         let t0 = Instant::now();
         let mut file = std::fs::OpenOptions::new()
             .append(true)
@@ -247,29 +256,28 @@ impl BackendJob for Job<'_> {
             verifier: verifier.as_ref(),
         };
         sample_benchmark(
-            engine.as_mut(),
-            &data,
+            &mut |requests| Ok(engine.generate(&requests)?),
+            &data.prompts,
             &scoring,
             &settings,
             &done,
             |batch, sampled| {
                 append_samples(&mut file, &samples_path, batch)?;
                 records.extend_from_slice(batch);
-                let secs = t0.elapsed().as_secs_f64();
-                let _ = writeln!(
-                    log,
-                    "eval: {sampled}/{todo} prompts, {:.1} samples/s",
-                    (sampled * k) as f64 / secs.max(1e-9)
-                );
+                progress.update(sampled, t0.elapsed().as_secs_f64(), &mut *log);
                 Ok(())
             },
         )?;
+        progress.finish();
+        // Prompts of the file beyond --limit stay in it but are not scored.
+        let ids: BTreeSet<u64> = data.prompts.iter().map(|p| p.id).collect();
+        records.retain(|r| ids.contains(&r.prompt));
         let mut summary = summarize(
             &records,
             &ks,
             Bootstrap {
                 resamples: args.bootstrap,
-                seed: args.seed,
+                seed,
             },
         )?;
         summary.skipped_records = skipped;
@@ -277,8 +285,88 @@ impl BackendJob for Job<'_> {
         let json = serde_json::to_string_pretty(&summary)
             .map_err(|e| TrainerError::io(&summary_path, e.into()))?;
         std::fs::write(&summary_path, json).map_err(|e| TrainerError::io(&summary_path, e))?;
-        Ok(markdown_table(&summary, &ks))
+        Ok(markdown_table(&summary, &ks) + &noise_note(&summary))
     }
+}
+
+/// Progress on stderr: a bar on a terminal, else a line per engine call with the rate and the
+/// time left.
+struct Bar {
+    bar: Option<ProgressBar>,
+    todo: usize,
+    k: usize,
+}
+
+impl Bar {
+    fn new(todo: usize, k: usize) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = ProgressBar::new(todo as u64);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "[{elapsed_precise}] {bar:30} {pos}/{len} prompts {msg} (eta {eta})",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            b
+        });
+        Self { bar, todo, k }
+    }
+
+    fn update(&mut self, sampled: usize, secs: f64, log: &mut dyn Write) {
+        let rate = (sampled * self.k) as f64 / secs.max(1e-9);
+        match &self.bar {
+            Some(b) => {
+                b.set_position(sampled as u64);
+                b.set_message(format!("{rate:.1} samples/s"));
+            }
+            None => {
+                let left = (self.todo - sampled.min(self.todo)) * self.k;
+                let _ = writeln!(
+                    log,
+                    "eval: {sampled}/{} prompts, {rate:.1} samples/s, {:.0} s left",
+                    self.todo,
+                    left as f64 / rate.max(1e-9)
+                );
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// What the overall avg@n's standard error is made of and what more samples per prompt would
+/// buy (`rl_verifier::Noise`), as lines under the table.
+fn noise_note(summary: &BenchmarkSummary) -> String {
+    let s = &summary.overall;
+    let Some(n) = s.noise else {
+        return String::new();
+    };
+    let (p, k) = (s.avg.prompts, s.samples);
+    let spread = n.between / (n.between + n.within / k as f64).max(1e-300);
+    let mut out = format!(
+        "\navg@{k} ± {:.4} (standard error over {p} prompts): {:.0} % of its variance is the \
+         spread of the prompts' success rates, {:.0} % the sampling of {k} per prompt.\n",
+        s.avg.std_error,
+        100.0 * spread,
+        100.0 * (1.0 - spread)
+    );
+    for m in [2, 4] {
+        out.push_str(&format!(
+            "With {} samples per prompt: ± {:.4}.",
+            m * k,
+            n.std_error(p, m * k)
+        ));
+        out.push(' ');
+    }
+    out.push_str(&format!(
+        "No number of samples gets below ± {:.4} with these {p} prompts.\n",
+        n.std_error(p, usize::MAX)
+    ));
+    out
 }
 
 /// Runs `rlvr eval`.
@@ -302,6 +390,7 @@ pub fn run(args: EvalArgs, io: &mut Io<'_>) -> i32 {
 
 #[cfg(test)]
 mod tests {
+    use super::run as run_eval;
     use super::*;
     use crate::cli::EXIT_OK;
     use burn::backend::Flex;
@@ -341,7 +430,8 @@ mod tests {
             temperature: Some(1.0),
             top_p: Some(1.0),
             max_new_tokens: None,
-            seed: 7,
+            seed: Some(7),
+            limit: None,
             prompts_per_call: 2,
             bootstrap: 100,
             out: dir.join("out"),
@@ -448,6 +538,64 @@ mod tests {
         let (code, _, err) = crate::cli::run_captured("", |io| run(args, io));
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(err.contains("--pass-k"), "{err}");
+    }
+
+    /// The trainer's periodic evaluation (one step of training on the data, evaluating it after
+    /// the step) and `rlvr eval` on the checkpoint it saved, with the run's resolved config and
+    /// no other flag, give the same samples line for line (same seeds, same weights, same
+    /// sampling) and the same avg@4.
+    #[test]
+    fn rlvr_eval_on_a_checkpoint_reproduces_the_trainers_evaluation() {
+        let (dir, mut args) = setup("parity", &rows(6));
+        let run = dir.join("run");
+        let data = dir.join("data.jsonl");
+        std::fs::write(
+            dir.join("train.toml"),
+            format!(
+                "seed = 11\nsteps = 1\nout_dir = \"{}\"\n[model]\npath = \"{}\"\n\
+                 [data]\ntrain = \"{}\"\neval = \"{}\"\nanswer_key = \"answer\"\n\
+                 tier_key = \"level\"\nchat_template = false\n\
+                 template = {{ custom = \"{{problem}}=\" }}\n\
+                 [rollout]\nmax_new_tokens = 6\ngroup_size = 2\nprompts_per_round = 2\n\
+                 [batch]\ngroups_per_step = 1\non_exhausted = \"train_on_kept\"\n\
+                 [filter]\nname = \"none\"\n[eval]\nk = 4\ntemperature = 1.0\n",
+                run.display(),
+                args.model.display(),
+                data.display(),
+                data.display()
+            ),
+        )
+        .unwrap();
+        let config =
+            TrainConfig::from_toml_file(&dir.join("train.toml"), &TrainConfig::default()).unwrap();
+        crate::cli::train::run_checkpoint::<burn::backend::Autodiff<Flex>>(
+            config,
+            args.model.clone(),
+            false,
+            Default::default(),
+            None,
+        )
+        .unwrap();
+        args.tokenizer = Some(args.model.join("tokenizer.json"));
+        args.model = run.join("checkpoints/step-000001/model");
+        args.config = Some(run.join("config.toml"));
+        (args.k, args.seed, args.temperature, args.top_p) = (None, None, None, None);
+        let (code, _, err) = crate::cli::run_captured("", |io| run_eval(args.clone(), io));
+        assert_eq!(code, EXIT_OK, "{err}");
+        let trainer = std::fs::read_to_string(run.join("eval/step-000001.jsonl")).unwrap();
+        let cli = std::fs::read_to_string(args.out.join("samples.jsonl")).unwrap();
+        assert_eq!(trainer.lines().count(), 24);
+        assert_eq!(cli, trainer);
+        let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+        let last: serde_json::Value =
+            serde_json::from_str(metrics.lines().last().unwrap()).unwrap();
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(args.out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            last["eval"]["overall"]["avg_at_k"],
+            summary["overall"]["avg"]["mean"]
+        );
     }
 
     /// A config with the template only, so that the preset names the columns.

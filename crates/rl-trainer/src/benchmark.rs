@@ -3,22 +3,24 @@
 //! [`rl_verifier::Scores`] (avg@n, unbiased pass@k, maj@k with standard errors and bootstrap
 //! intervals), overall and by a grouping column.
 //!
-//! Prompt i's k samples are one engine request with seed `seed ^ (i << 20)`, so a prompt's
-//! samples depend on the seed, the weights and the prompt only: an interrupted run resumes by
-//! skipping prompts whose k samples are already in the file, and gives the samples an
-//! uninterrupted run would have given.
+//! Prompt i's k samples are one engine request with seed [`prompt_seed`]`(seed, i)`, so a
+//! prompt's samples depend on the seed, the weights and the prompt only: an interrupted run
+//! resumes by skipping prompts whose k samples are already in the file, and gives the samples an
+//! uninterrupted run would have given. The trainer's periodic evaluation is this same code with
+//! the run's seed ([`crate::Trainer::eval_samples`]), so `rlvr eval` with the run's config on a
+//! saved checkpoint gives the samples the trainer evaluated at that step.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
 use std::path::Path;
 
 use rl_models::Tokenizer;
-use rl_rollout::{FinishReason, GenerateRequest, RolloutEngine, SamplingParams};
+use rl_rollout::{Completion, FinishReason, GenerateRequest, SamplingParams};
 use rl_verifier::{Bootstrap, PromptSamples, Scores, Verifier};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
-use crate::data::{Dataset, PromptRenderer};
+use crate::data::{Prompt, PromptRenderer};
 use crate::scoring::strip_end_tokens;
 
 /// One verified sample (a line of the samples file).
@@ -55,10 +57,18 @@ pub struct BenchmarkSettings {
     pub prompts_per_call: usize,
 }
 
-/// The seed of prompt `id`'s request.
+/// Evaluation's own seed streams, apart from the rollouts' (which are drawn from the run seed
+/// too).
+const EVAL_STREAMS: u64 = 0xE7A1 << 48;
+
+/// The seed of prompt `id`'s request in a run seeded `seed`: `seed ^ 0xE7A1 << 48 ^ id << 20`.
 pub fn prompt_seed(seed: u64, id: u64) -> u64 {
-    seed ^ (id << 20)
+    seed ^ EVAL_STREAMS ^ (id << 20)
 }
+
+/// A call to a rollout engine: requests in, each request's completions out.
+pub type Generate<'a> =
+    dyn FnMut(Vec<GenerateRequest>) -> Result<Vec<Vec<Completion>>, TrainerError> + 'a;
 
 /// How prompts become requests and completions become verdicts.
 pub struct Scoring<'a> {
@@ -72,12 +82,12 @@ pub struct Scoring<'a> {
     pub verifier: &'a dyn Verifier,
 }
 
-/// Samples and verifies the prompts of `data` not in `done`, `prompts_per_call` at a time, and
-/// hands each call's records (grouped by prompt, in sample order) and the prompts sampled so
-/// far to `write` before the next call. Returns the number of prompts sampled.
+/// Samples (through `generate`) and verifies the `prompts` not in `done`, `prompts_per_call` at
+/// a time, and hands each call's records (grouped by prompt, in sample order) and the prompts
+/// sampled so far to `write` before the next call. Returns the number of prompts sampled.
 pub fn sample_benchmark(
-    engine: &mut dyn RolloutEngine,
-    data: &Dataset,
+    generate: &mut Generate<'_>,
+    prompts: &[Prompt],
     scoring: &Scoring<'_>,
     settings: &BenchmarkSettings,
     done: &BTreeSet<u64>,
@@ -89,11 +99,7 @@ pub fn sample_benchmark(
         end_ids,
         verifier,
     } = *scoring;
-    let todo: Vec<_> = data
-        .prompts
-        .iter()
-        .filter(|p| !done.contains(&p.id))
-        .collect();
+    let todo: Vec<_> = prompts.iter().filter(|p| !done.contains(&p.id)).collect();
     let mut sampled = 0;
     for chunk in todo.chunks(settings.prompts_per_call.max(1)) {
         let requests = chunk
@@ -109,7 +115,7 @@ pub fn sample_benchmark(
                 })
             })
             .collect::<Result<Vec<_>, TrainerError>>()?;
-        let completions = engine.generate(&requests)?;
+        let completions = generate(requests)?;
         let mut records = Vec::with_capacity(chunk.len() * settings.k);
         for (p, samples) in chunk.iter().zip(&completions) {
             for (j, c) in samples.iter().enumerate() {

@@ -443,12 +443,15 @@ fn evaluation_goes_through_llama_server_and_matches_in_process_when_greedy() {
         )
         .unwrap()
     };
-    let local = trainer(&dir.join("local")).eval_texts(0).unwrap().unwrap();
+    let texts = |records: Vec<rl_trainer::benchmark::SampleRecord>| -> Vec<String> {
+        records.into_iter().map(|r| r.text).collect()
+    };
+    let local = texts(trainer(&dir.join("local")).eval_samples().unwrap().unwrap());
     let (engine, server) = managed_engine(&bin, &tok, &dir, &model, 0);
     let mut t = trainer(&dir.join("llama"))
         .with_engine(Box::new(engine))
         .unwrap();
-    let served = t.eval_texts(0).unwrap().unwrap();
+    let served = texts(t.eval_samples().unwrap().unwrap());
     assert_eq!(local.len(), 16);
     assert_eq!(served, local, "llama-server vs in process, greedy");
     assert!(local.iter().any(|s| !s.is_empty()));
@@ -457,6 +460,6 @@ fn evaluation_goes_through_llama_server_and_matches_in_process_when_greedy() {
         .args(["-9", &pid.to_string()])
         .status()
         .unwrap();
-    let e = t.evaluate(0).unwrap_err().to_string();
+    let e = t.evaluate().unwrap_err().to_string();
     assert!(e.contains("llama"), "{e}");
 }

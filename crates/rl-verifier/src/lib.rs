@@ -63,6 +63,6 @@ pub use error::ConfigError;
 pub use math::{BoxedMode, ExtractionConfig, MathConfig, MathVerifier};
 pub use outcome::{AnswerSource, Outcome, OutcomeCounts, OutcomeKind, Side, Verification};
 pub use reward::RewardMap;
-pub use scores::{Bootstrap, Estimate, PromptSamples, Scores, maj_at_k, pass_at_k};
+pub use scores::{Bootstrap, Estimate, Noise, PromptSamples, Scores, maj_at_k, pass_at_k};
 pub use shaping::{OverlongPolicy, ResponseLength, ShapedReward, soft_overlong_penalty};
 pub use verifier::{VERIFIER_NAMES, Verifier, VerifierConfig};

@@ -18,6 +18,11 @@
 //! prompts: the standard error s / √P (s the sample standard deviation of the P per-prompt
 //! values) and a percentile bootstrap interval (prompts resampled with replacement,
 //! `resamples` times, from a seeded ChaCha8 stream, so reruns give the same interval).
+//!
+//! How that uncertainty splits between prompts and samples is [`Noise`]: with prompt i's true
+//! success rate p_i and its n samples Bernoulli(p_i), the per-prompt accuracy c_i / n has
+//! variance Var(p) + E[p(1 − p)] / n across prompts. More samples per prompt shrink only the
+//! second term; the first needs more prompts.
 
 use std::collections::BTreeMap;
 
@@ -185,6 +190,73 @@ pub struct Scores {
     pub pass_at: BTreeMap<usize, Estimate>,
     /// maj@k for each requested k (empty when answers were not recorded).
     pub maj_at: BTreeMap<usize, Estimate>,
+    /// avg@n's variance split between prompts and samples (`None` below 2 prompts or 2
+    /// samples per prompt).
+    #[serde(default)]
+    pub noise: Option<Noise>,
+}
+
+/// avg@n's variance split into the spread of the prompts' success rates and the sampling noise
+/// of each prompt's n samples (a one-way random-effects model of Bernoulli samples).
+///
+/// Derivation: given p_i, c_i ~ Binomial(n, p_i), so E[c(n − c)] = n·E[c] − E[c²] =
+/// n²p − (np(1 − p) + n²p²) = n(n − 1)·p(1 − p); hence `within`, the mean over prompts of
+/// c(n − c) / (n(n − 1)), is unbiased for E[p(1 − p)]. Var(c/n) = Var(p) + E[p(1 − p)] / n, so
+/// `between` is the sample variance of c/n less `within / n` (0 when sampling noise explains
+/// all of it). With P prompts of k samples, avg@k's standard error is then
+/// √((between + within / k) / P) ([`Noise::std_error`]); at the measured P and n this is
+/// exactly [`Estimate::std_error`] of avg@n unless `between` was clamped at 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Noise {
+    /// Prompts measured.
+    pub prompts: usize,
+    /// Samples per prompt measured.
+    pub samples: usize,
+    /// E[p(1 − p)]: the variance of one sample's verdict within a prompt.
+    pub within: f64,
+    /// Var(p): the variance of the success rate across prompts.
+    pub between: f64,
+}
+
+impl Noise {
+    /// The split of `correct[i]` of `n` samples each; `None` below 2 prompts or 2 samples.
+    pub fn of(correct: &[usize], n: usize) -> Option<Self> {
+        let p = correct.len();
+        if p < 2 || n < 2 {
+            return None;
+        }
+        let (nf, pf) = (n as f64, p as f64);
+        let within = correct
+            .iter()
+            .map(|&c| (c as f64) * (nf - c as f64) / (nf * (nf - 1.0)))
+            .sum::<f64>()
+            / pf;
+        let acc: Vec<f64> = correct.iter().map(|&c| c as f64 / nf).collect();
+        let mean = acc.iter().sum::<f64>() / pf;
+        let var = acc.iter().map(|a| (a - mean).powi(2)).sum::<f64>() / (pf - 1.0);
+        Some(Self {
+            prompts: p,
+            samples: n,
+            within,
+            between: (var - within / nf).max(0.0),
+        })
+    }
+
+    /// The standard error of avg@k over `prompts` prompts with `k` samples each.
+    pub fn std_error(&self, prompts: usize, k: usize) -> f64 {
+        ((self.between + self.within / k.max(1) as f64) / prompts.max(1) as f64).sqrt()
+    }
+
+    /// The fewest samples per prompt for which avg@k over `prompts` prompts has a standard
+    /// error of at most `target`: ⌈within / (P·target² − between)⌉; `None` when the spread of
+    /// the prompts alone exceeds the target (then only more prompts help).
+    pub fn samples_for(&self, target: f64, prompts: usize) -> Option<usize> {
+        let room = prompts as f64 * target * target - self.between;
+        if room <= 0.0 {
+            return None;
+        }
+        Some(((self.within / room).ceil() as usize).max(1))
+    }
 }
 
 impl Scores {
@@ -247,6 +319,7 @@ impl Scores {
             avg: Estimate::of(&avg, bootstrap),
             pass_at,
             maj_at,
+            noise: Noise::of(&correct, n),
         })
     }
 }

@@ -1,10 +1,11 @@
 //! Benchmark scores: pass@k against hand-computed values and a brute-force enumeration of every
 //! k-subset, maj@k against a hand-built vote table, the standard error against a hand
-//! computation, and the bootstrap interval's coverage by simulation at a known success rate.
+//! computation, the bootstrap interval's coverage by simulation at a known success rate, and the
+//! prompt/sample split of the noise by hand and by simulation at known rates.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rl_verifier::{Bootstrap, Estimate, PromptSamples, Scores, maj_at_k, pass_at_k};
+use rl_verifier::{Bootstrap, Estimate, Noise, PromptSamples, Scores, maj_at_k, pass_at_k};
 
 /// 1 − C(n−c, k)/C(n, k) by hand: n = 4, c = 1: k = 1 → 1/4; k = 2 → 1 − C(3,2)/C(4,2) = 1 − 3/6;
 /// k = 4 → 1. n = 10, c = 3, k = 5 → 1 − C(7,5)/C(10,5) = 1 − 21/252. No correct sample → 0;
@@ -187,4 +188,75 @@ fn bad_arguments_are_errors() {
     assert!(e.to_string().contains("prompt 1 has 3 samples"), "{e}");
     assert!(Scores::of(&[], &[1], Bootstrap::default()).is_err());
     assert!(maj_at_k(&samples(&[Some("A")], &[true, false]), 1).is_err());
+}
+
+/// Two prompts with 1 and 3 correct of 4. within = mean of c(n−c)/(n(n−1)) = (3/12 + 3/12)/2
+/// = 0.25; the accuracies 0.25 and 0.75 have sample variance 0.125, so between = 0.125 − 0.25/4
+/// = 0.0625. The standard error at P = 2, k = 4 is √((0.0625 + 0.0625)/2) = 0.25, which is the
+/// standard error of the accuracies themselves (√(0.125/2)). For ±0.2 over 2 prompts:
+/// k ≥ 0.25 / (2·0.04 − 0.0625) = 14.29 → 15 (k = 14 gives 0.2004, k = 15 gives 0.1990); ±0.17
+/// is below what the prompts' spread allows (2·0.0289 < 0.0625).
+#[test]
+fn noise_split_matches_the_hand_computation() {
+    let n = Noise::of(&[1, 3], 4).unwrap();
+    assert!((n.within - 0.25).abs() < 1e-12 && (n.between - 0.0625).abs() < 1e-12);
+    assert!((n.std_error(2, 4) - 0.25).abs() < 1e-12);
+    let acc = Estimate::of(
+        &[0.25, 0.75],
+        Bootstrap {
+            resamples: 0,
+            seed: 0,
+        },
+    );
+    assert!((acc.std_error - n.std_error(2, 4)).abs() < 1e-12);
+    assert_eq!(n.samples_for(0.2, 2), Some(15));
+    assert!(n.std_error(2, 14) > 0.2 && n.std_error(2, 15) <= 0.2);
+    assert_eq!(n.samples_for(0.17, 2), None);
+    assert_eq!(Noise::of(&[1], 4), None);
+    assert_eq!(Noise::of(&[1, 0], 1), None);
+    // Scores carries the split of its prompts.
+    let prompts: Vec<PromptSamples> = [1, 3]
+        .iter()
+        .map(|&c| PromptSamples {
+            correct: (0..4).map(|j| j < c).collect(),
+            answers: Vec::new(),
+        })
+        .collect();
+    let s = Scores::of(&prompts, &[1], Bootstrap::default()).unwrap();
+    assert_eq!(s.noise, Some(n));
+}
+
+/// Prompts whose success rate is 0.1 or 0.5 with equal chance: Var(p) = 0.04 and E[p(1 − p)] =
+/// (0.09 + 0.25)/2 = 0.17. From 5000 prompts × 8 samples both are recovered within 0.006
+/// (standard errors ≈ 0.0012 and 0.002). Then 300 benchmarks of 100 prompts × 4 samples: the
+/// spread of their avg@4 matches √((0.04 + 0.17/4)/100) = 0.0287 within 12 % (the spread of a
+/// standard deviation from 300 draws is about 4 %).
+#[test]
+fn noise_split_recovers_known_variances_by_simulation() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut benchmark = |prompts: usize, n: usize| -> Vec<usize> {
+        (0..prompts)
+            .map(|_| {
+                let p = if rng.random::<bool>() { 0.1 } else { 0.5 };
+                (0..n).filter(|_| rng.random::<f64>() < p).count()
+            })
+            .collect()
+    };
+    let big = Noise::of(&benchmark(5000, 8), 8).unwrap();
+    assert!((big.between - 0.04).abs() < 0.006, "{big:?}");
+    assert!((big.within - 0.17).abs() < 0.006, "{big:?}");
+    let means: Vec<f64> = (0..300)
+        .map(|_| benchmark(100, 4).iter().sum::<usize>() as f64 / 400.0)
+        .collect();
+    let m = means.iter().sum::<f64>() / 300.0;
+    let sd = (means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 299.0).sqrt();
+    let truth = Noise {
+        prompts: 0,
+        samples: 0,
+        within: 0.17,
+        between: 0.04,
+    }
+    .std_error(100, 4);
+    assert!((truth - 0.0287).abs() < 1e-4);
+    assert!((sd / truth - 1.0).abs() < 0.12, "sd {sd} vs {truth}");
 }

@@ -518,6 +518,18 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// The sampling parameters of evaluation (the trainer's and `rlvr eval`'s): the rollout's
+    /// length and end tokens with `[eval]`'s temperature and top-p, no top-k (the seed is set
+    /// per prompt).
+    pub fn eval_sampling(&self, stop_ids: &[u32]) -> SamplingParams {
+        SamplingParams {
+            temperature: self.eval.temperature,
+            top_p: self.eval.top_p,
+            top_k: 0,
+            ..self.rollout.sampling(stop_ids)
+        }
+    }
+
     /// The resolved config as TOML (printed at start, saved beside checkpoints).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# unserialisable config: {e}\n"))

@@ -9,8 +9,9 @@
 //! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
 //! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
 //!
-//! Around the loop: `checkpoint.rs` (atomic save, exact resume), `eval.rs` (held-out avg@k),
-//! `probe.rs` (the Theorem 3.1 probe), `prompts.rs` (rendering and caching prompt ids).
+//! Around the loop: `checkpoint.rs` (atomic save, exact resume), `eval.rs` (held-out
+//! evaluation, `rlvr eval`'s code), `probe.rs` (the Theorem 3.1 probe), `prompts.rs` (rendering
+//! and caching prompt ids).
 //! Data parallelism is [`DataParallel`], called unconditionally by the phases: a single process
 //! is its world of one.
 //!
@@ -529,7 +530,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         if fresh && self.prompts.eval.is_some() {
             let m = StepMetrics {
                 step: 0,
-                eval: self.evaluate(0)?,
+                eval: self.evaluate_at(0)?,
                 ..StepMetrics::default()
             };
             self.write(&m)?;
@@ -547,7 +548,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             let last = s >= total || exhausted(&self.state);
             let e = self.config.eval.every;
             if (e > 0 && s % e == 0) || last {
-                m.eval = self.evaluate(s as u64)?;
+                m.eval = self.evaluate_at(s)?;
             }
             self.write(&m)?;
             on_event(RunEvent::Step {

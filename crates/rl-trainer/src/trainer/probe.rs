@@ -3,14 +3,14 @@
 //! verdicts, advantages and the filter's decision in `probe.jsonl` ([`ProbeRecord`]).
 
 use burn::tensor::backend::AutodiffBackend;
+use rl_rollout::{GenerateRequest, RolloutEngine, SamplingParams};
 use rl_sampler::RolloutGroup;
 
 use super::Trainer;
-use super::eval::Via;
 use crate::TrainerError;
 use crate::policy::Policy;
 use crate::probe::ProbeRecord;
-use crate::scoring::ScoredResponse;
+use crate::scoring::{ScoredResponse, strip_end_tokens};
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// On a probed step, draws `probe.samples` extra responses for each group's prompt with the
@@ -27,15 +27,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             return Ok(());
         }
         let n = self.config.probe.samples;
-        let r = &self.config.rollout;
-        let params = self.sampling(r.temperature, r.top_p, r.top_k);
+        let params = self.config.rollout.sampling(&self.prompts.end_ids);
         let mut records = Vec::with_capacity(groups.len());
         for g in groups {
             let index = g.prompt as usize;
             let ids = self.prompts.ids(index)?;
             let inputs = vec![ids.as_ref().clone(); n];
             let seed = self.config.seed ^ 0x9B0B_E000_0000_0000 ^ (g.group.0 << 16);
-            let texts = self.generate_texts(&inputs, &params, seed, Via::InProcess)?;
+            let texts = self.probe_texts(&inputs, &params, seed)?;
             let answer = &self.prompts.train.prompts[index].answer;
             let probe_correct = texts
                 .iter()
@@ -59,5 +58,50 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             }
         }
         Ok(())
+    }
+
+    /// Decoded completions of `inputs`, one sample each, by the current policy in an in-process
+    /// [`crate::LocalEngine`] (the probe runs inside a round and must not queue behind or
+    /// perturb the run's engine). Rows are generated in chunks of
+    /// `rollout.generation_batch` sequences (0: one chunk); chunk c is seeded with `seed ^ c`,
+    /// and consecutive equal prompts of a chunk form one request of n samples (that seed's
+    /// streams 0, 1, … in order).
+    fn probe_texts(
+        &mut self,
+        inputs: &[Vec<u32>],
+        params: &SamplingParams,
+        seed: u64,
+    ) -> Result<Vec<String>, TrainerError> {
+        let chunk = match self.config.rollout.generation_batch {
+            0 => inputs.len(),
+            b => b,
+        }
+        .max(1);
+        let mut requests: Vec<GenerateRequest> = Vec::new();
+        for (i, ids) in inputs.iter().enumerate() {
+            let seed = seed ^ (i / chunk) as u64;
+            match requests.last_mut() {
+                Some(r) if r.params.seed == seed && r.prompt_ids == *ids => r.n += 1,
+                _ => requests.push(GenerateRequest {
+                    prompt_ids: ids.clone(),
+                    n: 1,
+                    params: SamplingParams {
+                        seed,
+                        ..params.clone()
+                    },
+                }),
+            }
+        }
+        let completions = self.local_engine().generate(&requests)?;
+        completions
+            .iter()
+            .flatten()
+            .map(|c| {
+                Ok(self
+                    .prompts
+                    .tokenizer
+                    .decode(strip_end_tokens(&c.tokens, &self.prompts.end_ids), false)?)
+            })
+            .collect()
     }
 }

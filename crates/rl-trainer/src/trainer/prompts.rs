@@ -25,12 +25,10 @@ pub(crate) struct Prompts {
     renderer: PromptRenderer,
     /// Training prompts rendered so far (on first use).
     rendered: Vec<Option<Arc<Vec<u32>>>>,
-    /// Every held-out prompt, rendered up front.
-    eval_rendered: Vec<Arc<Vec<u32>>>,
 }
 
 impl Prompts {
-    /// Renders the held-out set; checks that the tokenizer has an end token.
+    /// Checks that the held-out set renders and that the tokenizer has an end token.
     pub(crate) fn new(
         config: &TrainConfig,
         tokenizer: Tokenizer,
@@ -38,14 +36,9 @@ impl Prompts {
         eval: Option<Dataset>,
     ) -> Result<Self, TrainerError> {
         let renderer = PromptRenderer::new(&config.data);
-        let eval_rendered = match &eval {
-            Some(d) => d
-                .prompts
-                .iter()
-                .map(|p| renderer.render(p, &tokenizer).map(Arc::new))
-                .collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
+        for p in eval.iter().flat_map(|d| &d.prompts) {
+            renderer.render(p, &tokenizer)?;
+        }
         let end_ids = end_token_ids(&tokenizer);
         if end_ids.is_empty() {
             return Err(TrainerError::Config {
@@ -60,7 +53,6 @@ impl Prompts {
             eval,
             end_ids,
             renderer,
-            eval_rendered,
         })
     }
 
@@ -77,9 +69,9 @@ impl Prompts {
         Ok(ids)
     }
 
-    /// The rendered ids of held-out prompt `i`.
-    pub(crate) fn eval_ids(&self, i: usize) -> &Arc<Vec<u32>> {
-        &self.eval_rendered[i]
+    /// How prompts are rendered (template, chat template).
+    pub(crate) fn renderer(&self) -> &PromptRenderer {
+        &self.renderer
     }
 
     /// Renders the training prompts `idx` (so that [`Prompts::round`] can borrow them).
