@@ -30,4 +30,7 @@ cargo test --workspace "$@"
 # venv, tested with pytest.
 if [ "$#" -eq 0 ]; then
     bash scripts/test-python.sh
+    # Against the real TRL when its venv is present (scripts/test-python-real.sh; skipped
+    # otherwise, as on CI: torch is ~6 GB).
+    bash scripts/test-python-real.sh
 fi

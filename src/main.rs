@@ -40,6 +40,8 @@ enum Command {
     Study(cli::study::StudyArgs),
     /// Write a Qwen3 checkpoint (HF layout with tokenizer.json) as GGUF for llama.cpp.
     ExportGguf(cli::export_gguf::ExportGgufArgs),
+    /// Write the embedded arithmetic job (warm-started HF Qwen3, tokenizer, prompt files) for other trainers.
+    ExportDemo(cli::export_demo::ExportDemoArgs),
 }
 
 #[global_allocator]
@@ -71,6 +73,7 @@ fn main() {
         Command::Study(args) => cli::study::run(args, &mut io),
         Command::Orchestrator(args) => cli::orchestrator::run(args, &mut io),
         Command::ExportGguf(args) => cli::export_gguf::run(args, &mut io),
+        Command::ExportDemo(args) => cli::export_demo::run(args, &mut io),
     };
     std::process::exit(code);
 }

@@ -9,6 +9,7 @@ use std::io::{BufRead, Write};
 pub mod advantages;
 pub mod compare;
 pub mod eval;
+pub mod export_demo;
 pub mod export_gguf;
 pub mod generate;
 pub mod mix;
