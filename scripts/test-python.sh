@@ -35,11 +35,29 @@ rm -rf "$WORK/venv"
 VPY="$WORK/venv/bin/python"
 "$VPY" -m pip install --quiet --disable-pip-version-check numpy pytest
 "$VPY" -m pip install --quiet --disable-pip-version-check --no-index --find-links "$WORK/wheels" rlvr
-# The tests must run against the installed wheel, not the source tree.
-"$VPY" - <<'PY'
-import rlvr, sys
+# The tests must run against the installed wheel, not the source tree; its metadata must carry
+# the workspace's version, licence, Python requirement and project URLs.
+WS_VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
+"$VPY" - "$WS_VERSION" <<'PY'
+import importlib.metadata as md, rlvr, sys
 assert "site-packages" in rlvr.__file__, rlvr.__file__
-print(f"rlvr {rlvr.__version__} from {rlvr.__file__}")
+m = md.metadata("rlvr")
+assert rlvr.__version__ == md.version("rlvr") == sys.argv[1], (rlvr.__version__, md.version("rlvr"), sys.argv[1])
+assert m["Requires-Python"] == ">=3.10", m["Requires-Python"]
+assert "MIT" in (m.get("License-Expression") or m.get("License") or ""), m.items()
+urls = m.get_all("Project-URL") or []
+assert any(u.startswith("Repository") for u in urls), urls
+print(f"rlvr {rlvr.__version__} from {rlvr.__file__}; metadata ok")
+PY
+# The source distribution builds and holds what a build from it needs.
+rm -rf "$WORK/sdist"
+"$TOOLS/bin/maturin" sdist -m crates/rl-py/Cargo.toml -o "$WORK/sdist" >/dev/null
+"$VPY" - "$WORK"/sdist/rlvr-*.tar.gz <<'PY'
+import sys, tarfile
+names = tarfile.open(sys.argv[1]).getnames()
+for need in ("pyproject.toml", "python/rlvr/__init__.py", "src/lib.rs"):
+    assert any(n.endswith(need) for n in names), (need, names[:20])
+print(f"sdist {sys.argv[1].rsplit('/', 1)[-1]}: {len(names)} files")
 PY
 
 set +e

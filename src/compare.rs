@@ -20,6 +20,24 @@ use crate::plot::{Panel, Series, save_png};
 
 const BEGIN: &str = "<!-- rlvr compare: begin -->";
 const END: &str = "<!-- rlvr compare: end -->";
+/// One line that opens a report on the embedded task: the model's size and shape, the task,
+/// `budget` (steps or responses) and the evaluation, so that no toy-scale result reads as a
+/// claim about large models.
+pub(crate) fn scale_line(demo: &ArithmeticDemo, budget: &str) -> Result<String, TrainerError> {
+    let m = demo.data()?.model;
+    Ok(format!(
+        "**Scale:** a {:.1}M-parameter Qwen3-architecture model (hidden {}, {} layers, {}-token \
+         vocabulary) on the embedded arithmetic task, {budget}, held-out avg@{} on {} prompts per \
+         tier, CPU. Not a claim about large models.",
+        m.num_parameters() as f64 / 1e6,
+        m.hidden_size,
+        m.num_hidden_layers,
+        m.vocab_size,
+        demo.train.eval.k,
+        demo.eval_per_tier
+    ))
+}
+
 /// Marker file written into a run folder when its run has finished: the run's resolved config.
 const COMPLETE: &str = "COMPLETE";
 
@@ -343,7 +361,14 @@ pub fn report(
     let _ = writeln!(md, "{BEGIN}");
     let _ = writeln!(
         md,
-        "## DA3PO vs DAPO vs GRPO on the embedded arithmetic task\n"
+        "## DA3PO vs DAPO vs GRPO on the embedded arithmetic task\n\n{}\n",
+        scale_line(
+            demo,
+            &format!(
+                "{budget} generated responses per run, {} seeds",
+                spec.seeds.len()
+            )
+        )?
     );
     let _ = writeln!(
         md,
