@@ -51,8 +51,9 @@ def rlvr_config(job_text: str, *, seed: int, out_dir: Path, export: Path) -> str
     return head + body
 
 
-def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path):
-    """GRPOConfig with every field of job.toml that TRL has."""
+def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path, save: bool = True):
+    """GRPOConfig with every field of job.toml that TRL has (saving the model at the evaluation
+    steps unless `save` is false)."""
     from trl import GRPOConfig
 
     r, o, b, p = job["rollout"], job["optim"], job["batch"], job["loss"]["policy"]
@@ -89,7 +90,7 @@ def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path):
         weight_decay=o["weight_decay"],
         use_cpu=True,
         bf16=False,
-        save_strategy="steps",
+        save_strategy="steps" if save else "no",
         save_steps=job["eval"]["every"],
         save_only_model=True,
         logging_steps=1,
@@ -98,20 +99,10 @@ def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path):
     )
 
 
-def run_trl(job: dict, export: Path, out_dir: Path, seed: int, steps: int) -> list[dict]:
-    """Trains with TRL; returns per-step records (wall time, completion length, reward)."""
-    import torch
-    from datasets import load_dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
-    from trl import GRPOTrainer
-
-    from rlvr.trl import make_accuracy_reward
-
-    tok = AutoTokenizer.from_pretrained(export / "model")
-    model = AutoModelForCausalLM.from_pretrained(export / "model", dtype=torch.float32)
-    data = load_dataset("json", data_files=str(export / "train.jsonl"), split="train")
-    reward = make_accuracy_reward(answer_column="solution", verifier=job["reward"]["verifier"]["name"])
-    steps_out: list[dict] = []
+def step_timer(steps_out: list[dict]):
+    """A TRL callback that appends each optimizer step's wall time, mean reward and mean
+    completion length to `steps_out`."""
+    from transformers import TrainerCallback
 
     class Timer(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):
@@ -127,13 +118,31 @@ def run_trl(job: dict, export: Path, out_dir: Path, seed: int, steps: int) -> li
                     response_len_mean=logs.get("completions/mean_length"),
                 )
 
+    return Timer()
+
+
+def run_trl(job: dict, export: Path, out_dir: Path, seed: int, steps: int) -> list[dict]:
+    """Trains with TRL; returns per-step records (wall time, completion length, reward)."""
+    import torch
+    from datasets import load_dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOTrainer
+
+    from rlvr.trl import make_accuracy_reward
+
+    tok = AutoTokenizer.from_pretrained(export / "model")
+    model = AutoModelForCausalLM.from_pretrained(export / "model", dtype=torch.float32)
+    data = load_dataset("json", data_files=str(export / "train.jsonl"), split="train")
+    reward = make_accuracy_reward(answer_column="solution", verifier=job["reward"]["verifier"]["name"])
+    steps_out: list[dict] = []
+
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=[reward],
         args=trl_config(job, seed=seed, steps=steps, out_dir=out_dir),
         train_dataset=data,
         processing_class=tok,
-        callbacks=[Timer()],
+        callbacks=[step_timer(steps_out)],
     )
     trainer.train()
     return steps_out
