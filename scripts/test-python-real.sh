@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package against the real clients (crates/rl-py/tests_real): DA3PO inside TRL's
 # GRPOTrainer, on the CPU with a tiny random Qwen3, and DA3PO through verl's own estimator
-# registry. Needs a venv with torch, transformers, TRL and datasets from PyPI, and verl 0.9.1
+# registry, and rlvr.openrlhf through OpenRLHF's own reward-file loader. Needs a venv with torch, transformers, TRL and datasets from PyPI, and verl 0.9.1
 # installed with --no-deps plus the packages its estimator module imports (verl pins an older
 # transformers than TRL needs; its estimators do not use it) (torch with its CUDA libraries is ~6 GB and takes ~8 min to install on
 # the 2-core machine, so it is not part of CI's run):
@@ -24,6 +24,9 @@ if [ "${1:-}" = "--install" ] && [ ! -x "$VENV/bin/python" ]; then
     "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps verl==0.9.1
     "$VENV/bin/pip" install --quiet --disable-pip-version-check \
         'tensordict<=0.10.0,>=0.8.0' hydra-core codetiming pylatexenc dill pandas ray
+    # OpenRLHF's reward-function loader only (its trainer needs deepspeed, ray and vLLM).
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check --no-deps openrlhf==0.11.2
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check aiohttp
 fi
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import torch, trl, datasets' 2>/dev/null; then
     echo "real-client tests skipped: no venv with torch, trl and datasets at $VENV" \
