@@ -123,3 +123,28 @@ def test_unsupported_reward_scaling_is_refused(tmp_path):
     with pytest.raises(ValueError, match="scale_rewards='group'"):
         da3po_trainer_class()(model=model(len(tok)), reward_funcs=[has_one], args=args,
                               train_dataset=data, processing_class=tok)
+
+
+def test_rlvr_reward_inside_trls_own_grpo_trainer(tmp_path):
+    """Two steps of TRL's own GRPOTrainer with rlvr.trl.accuracy_reward (math verifier, 1/0):
+    TRL calls it with its real arguments and logs its mean, a fraction in [0, 1]. The gold
+    answers are the prompts' sums; a right answer from a random model is rare but allowed."""
+    from rlvr.trl import accuracy_reward
+
+    tok = tokenizer()
+    pairs = list(zip(range(10, 26), range(30, 46)))
+    data = datasets.Dataset.from_dict(
+        {"prompt": [f"{a}+{b}=" for a, b in pairs], "solution": [str(a + b) for a, b in pairs]}
+    )
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path), max_steps=2, seed=0, num_generations=G,
+        per_device_train_batch_size=4 * G, max_completion_length=6, use_cpu=True, bf16=False,
+        report_to="none", save_strategy="no", logging_steps=1, disable_tqdm=True,
+    )
+    trainer = trl.GRPOTrainer(model=model(len(tok)), reward_funcs=[accuracy_reward], args=args,
+                              train_dataset=data, processing_class=tok)
+    trainer.train()
+    means = [h["rewards/accuracy_reward/mean"] for h in trainer.state.log_history
+             if "rewards/accuracy_reward/mean" in h]
+    assert len(means) == 2
+    assert all(0.0 <= m <= 1.0 for m in means)
