@@ -199,7 +199,7 @@ pub struct Scores {
 /// avg@n's variance split into the spread of the prompts' success rates and the sampling noise
 /// of each prompt's n samples (a one-way random-effects model of Bernoulli samples).
 ///
-/// Derivation: given p_i, c_i ~ Binomial(n, p_i), so E[c(n − c)] = n·E[c] − E[c²] =
+/// Derivation: given p_i, c_i ~ Binomial(n, p_i), so E(c(n − c)) = n·E(c) − E(c²) =
 /// n²p − (np(1 − p) + n²p²) = n(n − 1)·p(1 − p); hence `within`, the mean over prompts of
 /// c(n − c) / (n(n − 1)), is unbiased for E[p(1 − p)]. Var(c/n) = Var(p) + E[p(1 − p)] / n, so
 /// `between` is the sample variance of c/n less `within / n` (0 when sampling noise explains
