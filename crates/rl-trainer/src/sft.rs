@@ -46,6 +46,7 @@ impl SftConfig {
             epochs: 1,
             mini_batches: 1,
             micro_batch: 128,
+            micro_batch_tokens: 0,
             max_consecutive_skips: 1,
         }
     }
@@ -104,7 +105,7 @@ pub fn supervised_warm_start<B: AutodiffBackend, P: Policy<B>>(
             &mut optim,
             lr_at(&optim_cfg, step),
             &batch,
-            optim_cfg.micro_batch,
+            (optim_cfg.micro_batch, optim_cfg.micro_batch_tokens),
             device,
         )?;
         policy = p;

@@ -1,5 +1,7 @@
 //! Turning scored sequences into loss tensors and gradient updates.
 
+use std::ops::Range;
+
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -211,8 +213,11 @@ pub struct UpdateSettings<'a> {
     pub lr: f64,
     /// The policy loss, its aggregation and KL.
     pub loss: &'a LossConfig,
-    /// Sequences forwarded and back-propagated at a time (`optim.micro_batch`).
+    /// Sequences forwarded and back-propagated at a time, at most (`optim.micro_batch`).
     pub micro_batch: usize,
+    /// Padded tokens (rows × the longest prompt + response) per micro-batch, at most; 0: no
+    /// token budget (`optim.micro_batch_tokens`, [`micro_batches`]).
+    pub micro_batch_tokens: usize,
     /// Log-probs are of softmax(logits / `temperature`): the sampling temperature.
     pub temperature: f32,
     /// Where π_old and the importance weights come from.
@@ -244,6 +249,33 @@ impl OldLogprobs {
             IsCorrection::None | IsCorrection::Auto | IsCorrection::TokenTis { .. }
         )
     }
+}
+
+/// Micro-batches of sequences of `lengths` tokens (prompt + response), in order: at most
+/// `max_seqs` sequences each and, when `max_tokens > 0`, at most `max_tokens` padded tokens
+/// (rows × the micro-batch's longest sequence). A sequence longer than the budget is a
+/// micro-batch of its own. This is verl's dynamic batch size (`use_dynamic_bsz`,
+/// `ppo_max_token_len_per_gpu`) without reordering: the losses are sums of numerators over the
+/// mini-batch's global counts, so any partition gives the same loss and gradients up to float
+/// summation order, and memory follows tokens rather than sequence count.
+pub fn micro_batches(lengths: &[usize], max_seqs: usize, max_tokens: usize) -> Vec<Range<usize>> {
+    let max_seqs = max_seqs.max(1);
+    let mut out = Vec::new();
+    let (mut start, mut longest) = (0, 0);
+    for (i, &len) in lengths.iter().enumerate() {
+        let rows = i - start;
+        let wider = longest.max(len);
+        if rows > 0 && (rows == max_seqs || (max_tokens > 0 && (rows + 1) * wider > max_tokens)) {
+            out.push(start..i);
+            (start, longest) = (i, len);
+        } else {
+            longest = wider;
+        }
+    }
+    if start < lengths.len() {
+        out.push(start..lengths.len());
+    }
+    out
 }
 
 /// One optimizer update over a mini-batch: micro-batches of `settings.micro_batch` sequences
@@ -286,6 +318,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         lr,
         loss: loss_cfg,
         micro_batch: micro,
+        micro_batch_tokens: budget,
         temperature,
         old: old_source,
     } = settings;
@@ -315,7 +348,12 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
     } else {
         EntropyMode::Detached
     };
-    for chunk in seqs.chunks(micro.max(1)) {
+    let lengths: Vec<usize> = seqs
+        .iter()
+        .map(|s| s.prompt.len() + s.response.len())
+        .collect();
+    for range in micro_batches(&lengths, micro, budget) {
+        let chunk = &seqs[range];
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
         let lp = policy.logprobs(&a.ids, &a.starts, a.width, entropy, temperature)?;
@@ -425,13 +463,14 @@ pub(crate) fn importance_of(
 }
 
 /// One supervised update: token-mean negative log-likelihood of the responses given the prompts
-/// (the warm-start objective). Returns the new policy and the loss.
+/// (the warm-start objective), in [`micro_batches`] of at most `micro` sequences and
+/// `micro_tokens` padded tokens (0: no token budget). Returns the new policy and the loss.
 pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
     policy: P,
     optim: &mut AdamWOptimizer<B, P>,
     lr: f64,
     pairs: &[(&[u32], &[u32])],
-    micro: usize,
+    (micro, micro_tokens): (usize, usize),
     device: &B::Device,
 ) -> Result<(P, f64), TrainerError> {
     let seqs: Vec<TrainSeq<'_>> = pairs
@@ -451,7 +490,12 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
     let global = counts(&seqs);
     let mut acc = GradientsAccumulator::<P>::new();
     let mut total = 0.0;
-    for chunk in seqs.chunks(micro.max(1)) {
+    let lengths: Vec<usize> = seqs
+        .iter()
+        .map(|s| s.prompt.len() + s.response.len())
+        .collect();
+    for range in micro_batches(&lengths, micro, micro_tokens) {
+        let chunk = &seqs[range];
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
         let lp = policy.logprobs(&a.ids, &a.starts, a.width, EntropyMode::None, 1.0)?;
@@ -477,4 +521,59 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
         });
     }
     Ok((step.model, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::micro_batches;
+
+    /// By hand: lengths 3, 5, 2, 8, 1 with a budget of 10 padded tokens. [3, 5] pads to 2 × 5 =
+    /// 10 (fits); adding 2 would make 3 × 5 = 15. [2, 8] would be 16, so 2 is alone; [8, 1] would
+    /// be 16, so 8 is alone, and 1 closes the list. Without a budget, 2 sequences at most:
+    /// [3, 5], [2, 8], [1]. A sequence longer than the budget is a micro-batch of its own.
+    #[test]
+    fn micro_batches_by_hand() {
+        let l = [3, 5, 2, 8, 1];
+        assert_eq!(micro_batches(&l, 10, 10), vec![0..2, 2..3, 3..4, 4..5]);
+        assert_eq!(micro_batches(&l, 2, 0), vec![0..2, 2..4, 4..5]);
+        assert_eq!(micro_batches(&l, 8, 0), vec![0..5]);
+        assert_eq!(micro_batches(&[20, 1, 1], 8, 10), vec![0..1, 1..3]);
+        assert!(micro_batches(&[], 4, 10).is_empty());
+    }
+
+    /// Every list of up to 6 lengths from {1, 2, 3, 5}, every cap and budget: the ranges tile
+    /// 0..n in order; each holds at most `max_seqs` sequences and at most `max_tokens` padded
+    /// tokens unless it is a single sequence; and each is maximal: adding the next sequence
+    /// would break a limit (the greedy partition, stated independently of the code).
+    #[test]
+    fn micro_batches_tile_respect_the_limits_and_are_maximal() {
+        let alphabet = [1usize, 2, 3, 5];
+        let padded = |l: &[usize]| l.len() * l.iter().copied().max().unwrap_or(0);
+        for n in 0..=6usize {
+            for code in 0..alphabet.len().pow(n as u32) {
+                let lengths: Vec<usize> = (0..n)
+                    .map(|i| alphabet[(code / alphabet.len().pow(i as u32)) % alphabet.len()])
+                    .collect();
+                for max_seqs in [1, 2, 3, 8] {
+                    for max_tokens in [0, 4, 6, 10] {
+                        let r = micro_batches(&lengths, max_seqs, max_tokens);
+                        let fits = |s: &[usize]| {
+                            s.len() <= max_seqs
+                                && (max_tokens == 0 || s.len() == 1 || padded(s) <= max_tokens)
+                        };
+                        let mut next = 0;
+                        for range in &r {
+                            assert_eq!(range.start, next, "{lengths:?}");
+                            assert!(!range.is_empty() && fits(&lengths[range.clone()]));
+                            if range.end < n {
+                                assert!(!fits(&lengths[range.start..range.end + 1]));
+                            }
+                            next = range.end;
+                        }
+                        assert_eq!(next, n);
+                    }
+                }
+            }
+        }
+    }
 }

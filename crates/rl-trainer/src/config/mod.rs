@@ -332,8 +332,13 @@ pub struct OptimSection {
     pub epochs: usize,
     /// Optimizer steps per pass (the batch is split into this many mini-batches of whole groups).
     pub mini_batches: usize,
-    /// Sequences per forward/backward (gradient accumulation inside a mini-batch).
+    /// Sequences per forward/backward (gradient accumulation inside a mini-batch), at most.
     pub micro_batch: usize,
+    /// Padded tokens per forward/backward (rows × the longest prompt + response), at most: a
+    /// token budget beside `micro_batch`, so that micro-batches of long responses hold fewer
+    /// sequences (verl's `use_dynamic_bsz`). 0: off. Same loss and gradients, other memory.
+    #[serde(default)]
+    pub micro_batch_tokens: usize,
     /// An update whose loss or gradient norm is not finite is skipped (weights and moments
     /// untouched); this many skips in a row stop training with a `Diverged` error (1 = stop at
     /// the first).
@@ -500,6 +505,7 @@ impl Default for TrainConfig {
                 epochs: 1,
                 mini_batches: 1,
                 micro_batch: 8,
+                micro_batch_tokens: 0,
                 max_consecutive_skips: default_max_consecutive_skips(),
             },
             checkpoint: CheckpointSection { every: 50, keep: 2 },

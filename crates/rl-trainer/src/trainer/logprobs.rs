@@ -12,7 +12,7 @@ use crate::TrainerError;
 use crate::parallel::scatter;
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
-use crate::update::{OldLogprobs, importance_of};
+use crate::update::{OldLogprobs, importance_of, micro_batches};
 
 /// Per-token log-probs of every rollout's response under the policy before the step's updates
 /// (π_old) and, with KL, under the reference policy.
@@ -58,15 +58,27 @@ pub struct Behaviour {
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// π_old and, with KL, reference log-probs of every response token of `items`, computed in
-    /// micro-batches of `optim.micro_batch` sequences.
+    /// micro-batches of `optim.micro_batch` sequences and `optim.micro_batch_tokens` tokens.
     pub fn behaviour_logprobs(
         &self,
         items: &[&ScoredResponse],
     ) -> Result<BehaviourLogprobs, TrainerError> {
-        let micro = self.config.optim.micro_batch;
-        let old = response_logprobs(self.policy(), items, micro, self.logprob_temperature())?;
+        let old = response_logprobs(
+            self.policy(),
+            items,
+            self.micro_batching(),
+            self.logprob_temperature(),
+        )?;
         let reference = self.reference_logprobs(items)?;
         Ok(BehaviourLogprobs { old, reference })
+    }
+
+    /// `optim.micro_batch` and `optim.micro_batch_tokens`.
+    fn micro_batching(&self) -> (usize, usize) {
+        (
+            self.config.optim.micro_batch,
+            self.config.optim.micro_batch_tokens,
+        )
     }
 
     /// π_ref log-probs of every response token of `items` (with KL; `None` without).
@@ -77,12 +89,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         self.reference
             .as_ref()
             .map(|rp| {
-                response_logprobs(
-                    rp,
-                    items,
-                    self.config.optim.micro_batch,
-                    self.logprob_temperature(),
-                )
+                response_logprobs(rp, items, self.micro_batching(), self.logprob_temperature())
             })
             .transpose()
     }
@@ -202,18 +209,24 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 }
 
 /// Detached log-probs of each rollout's response tokens under `policy`, one vector of
-/// `response.len()` values per rollout, in micro-batches of `micro` sequences.
+/// `response.len()` values per rollout, in [`micro_batches`] of at most `micro` sequences and
+/// `micro_tokens` padded tokens (0: no token budget).
 fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
     policy: &P,
     items: &[&ScoredResponse],
-    micro: usize,
+    (micro, micro_tokens): (usize, usize),
     temperature: f32,
 ) -> Result<Vec<Vec<f32>>, TrainerError> {
     let mut out = Vec::with_capacity(items.len());
-    for (c, chunk) in items.chunks(micro.max(1)).enumerate() {
+    let lengths: Vec<usize> = items
+        .iter()
+        .map(|r| r.prompt_ids.len() + r.response.len())
+        .collect();
+    for range in micro_batches(&lengths, micro, micro_tokens) {
+        let (first, chunk) = (range.start, &items[range]);
         if let Some(i) = chunk.iter().position(|r| r.prompt_ids.is_empty()) {
             return Err(TrainerError::Batch {
-                sequence: c * micro.max(1) + i,
+                sequence: first + i,
                 message: "empty prompt: the first response token has no context".into(),
             });
         }

@@ -152,6 +152,7 @@ fn settings(c: &TrainConfig) -> rl_trainer::update::UpdateSettings<'_> {
         lr: 1e-4,
         loss: &c.loss,
         micro_batch: 4,
+        micro_batch_tokens: 0,
         temperature: 1.0,
         old: rl_trainer::update::OldLogprobs::Given,
     }
