@@ -41,15 +41,5 @@ fi
 "$VENV/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps \
     --no-index --find-links "$WHEELS" rlvr
 "$VENV/bin/python" -c 'import torch, transformers, trl; print(f"torch {torch.__version__}, transformers {transformers.__version__}, trl {trl.__version__}")'
-set +e
-"$VENV/bin/python" -m pytest -q -p no:cacheprovider crates/rl-py/tests_real
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-    echo "error: pytest collected no tests (exit code 5)" >&2
-    exit 1
-elif [ "$rc" -ne 0 ]; then
-    echo "error: real-client tests failed (exit code $rc)" >&2
-    exit "$rc"
-fi
+bash scripts/run-pytest.sh "$VENV/bin/python" crates/rl-py/tests_real "real-client tests"
 echo "real-client tests passed ($(( $(date +%s) - start )) s)"

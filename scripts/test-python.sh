@@ -60,15 +60,5 @@ for need in ("pyproject.toml", "python/rlvr/__init__.py", "src/lib.rs"):
 print(f"sdist {sys.argv[1].rsplit('/', 1)[-1]}: {len(names)} files")
 PY
 
-set +e
-"$WORK/venv/bin/pytest" -q -p no:cacheprovider crates/rl-py/tests
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-    echo "error: pytest collected no tests (exit code 5)" >&2
-    exit 1
-elif [ "$rc" -ne 0 ]; then
-    echo "error: pytest failed (exit code $rc)" >&2
-    exit "$rc"
-fi
+bash scripts/run-pytest.sh "$VPY" crates/rl-py/tests "pytest"
 echo "python tests passed ($(( $(date +%s) - start )) s)"

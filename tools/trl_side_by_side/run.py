@@ -39,16 +39,12 @@ def sh(cmd: list, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, check=True, **kw)
 
 
-def rlvr_config(job_text: str, *, seed: int, out_dir: Path, export: Path) -> str:
+def rlvr_config(job_text: str, *, seed: int, out_dir: Path, model: Path, train: Path,
+                heldout: Path | None = None) -> str:
     """job.toml with the run's seed, output folder, model and data paths."""
     head = f'seed = {seed}\nout_dir = "{out_dir}"\n'
-    body = job_text.replace(
-        "[data]\n",
-        f'[model]\npath = "{export / "model"}"\n\n[data]\ntrain = "{export / "train.jsonl"}"\n'
-        f'eval = "{export / "heldout.jsonl"}"\n',
-        1,
-    )
-    return head + body
+    data = f'train = "{train}"\n' + (f'eval = "{heldout}"\n' if heldout else "")
+    return head + job_text.replace("[data]\n", f'[model]\npath = "{model}"\n\n[data]\n{data}', 1)
 
 
 def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path, save: bool = True):
@@ -226,7 +222,8 @@ def main() -> None:
         rdir = out / "rlvr" / f"seed-{seed}"
         rdir.mkdir(parents=True, exist_ok=True)
         cfg = rdir / "job.toml"
-        cfg.write_text(rlvr_config(job_text, seed=seed, out_dir=rdir, export=export))
+        cfg.write_text(rlvr_config(job_text, seed=seed, out_dir=rdir, model=export / "model",
+                                   train=export / "train.jsonl", heldout=export / "heldout.jsonl"))
         if not (rdir / "metrics.jsonl").exists() or len((rdir / "metrics.jsonl").read_text().splitlines()) < steps + 1:
             t0 = time.perf_counter()
             sh([a.rlvr, "train", "--config", cfg], stdout=subprocess.DEVNULL,

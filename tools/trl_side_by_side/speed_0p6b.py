@@ -117,9 +117,8 @@ def main() -> None:
     shutil.rmtree(rdir, ignore_errors=True)
     rdir.mkdir()
     cfg = rdir / "job.toml"
-    text = f'seed = 0\nout_dir = "{rdir}"\n' + job_path.read_text().replace(
-        "[data]\n", f'[model]\npath = "{model}"\n\n[data]\ntrain = "{data}"\n', 1)
-    cfg.write_text(text)
+    cfg.write_text(side_by_side.rlvr_config(job_path.read_text(), seed=0, out_dir=rdir, model=model,
+                                            train=data))
     r_wall, r_rss = run_measured([a.rlvr, "train", "--config", cfg], rdir / "log.txt", a.timeout_s)
     m = [json.loads(l) for l in (rdir / "metrics.jsonl").read_text().splitlines()]
     r_steps = [s for s in m if s["step"] > 0]

@@ -200,6 +200,18 @@ fn sharded(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> [Run; 2] {
     [it.next().unwrap(), it.next().unwrap()]
 }
 
+/// The largest element-wise gap between `params` and `reference`, and the largest magnitude of
+/// `reference` (the scale the gap is compared to).
+fn param_gap(params: &[f32], reference: &[f32]) -> (f64, f64) {
+    let scale = reference.iter().fold(0f32, |m, x| m.max(x.abs())) as f64;
+    let worst = params
+        .iter()
+        .zip(reference)
+        .map(|(a, b)| (*a as f64 - *b as f64).abs())
+        .fold(0f64, f64::max);
+    (worst, scale)
+}
+
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs().max(1e-12)
 }
@@ -252,13 +264,7 @@ fn check_equivalence(aggregation: Aggregation) {
         }
         // Parameters: every element within 1e-5 of the single worker's, relative to the
         // largest parameter magnitude of the model.
-        let scale = one.params.iter().fold(0f32, |m, x| m.max(x.abs())) as f64;
-        let worst = w
-            .params
-            .iter()
-            .zip(&one.params)
-            .map(|(a, b)| (*a as f64 - *b as f64).abs())
-            .fold(0f64, f64::max);
+        let (worst, scale) = param_gap(&w.params, &one.params);
         eprintln!(
             "{aggregation:?} worker {k}: losses {:?} vs {:?}, grad norms {:?} vs {:?}, \
              worst parameter gap {worst:e} (scale {scale})",
@@ -433,13 +439,7 @@ fn token_budget_micro_batches_train_as_one_micro_batch() {
                 "{aggregation:?} step {s}"
             );
         }
-        let scale = whole.params.iter().fold(0f32, |m, x| m.max(x.abs())) as f64;
-        let worst = budget
-            .params
-            .iter()
-            .zip(&whole.params)
-            .map(|(a, b)| (*a as f64 - *b as f64).abs())
-            .fold(0f64, f64::max);
+        let (worst, scale) = param_gap(&budget.params, &whole.params);
         assert!(
             worst / scale < 1e-5,
             "{aggregation:?}: parameters differ by {worst:e}"
