@@ -79,6 +79,8 @@ pub use generation::{
 };
 pub use gguf::{GgufDtype, export_gguf};
 pub use logprobs::{EntropyMode, TokenLogProbs, logprobs_from_logits};
-pub use qwen3::{AttentionMask, KvCache, Qwen3, Qwen3Config};
+pub use qwen3::{
+    AttentionMask, Checkpointing, KvCache, MemoryPlan, Qwen3, Qwen3Config, WindowPass,
+};
 pub use safetensors_io::SaveDtype;
 pub use tokenizer::{ChatMessage, Tokenizer, render_chat};

@@ -12,8 +12,8 @@ use burn::module::{AutodiffModule, Module};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use rl_models::{
-    AttentionMask, ChatMessage, EntropyMode, FinishReason, GenerationConfig, ModelError, Qwen3,
-    Qwen3Config, SaveDtype, Tokenizer, generate, render_chat,
+    AttentionMask, ChatMessage, Checkpointing, EntropyMode, FinishReason, GenerationConfig,
+    MemoryPlan, ModelError, Qwen3, Qwen3Config, SaveDtype, Tokenizer, generate, render_chat,
 };
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;

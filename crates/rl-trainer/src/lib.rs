@@ -41,6 +41,7 @@ pub mod distributed;
 pub mod engine;
 mod error;
 pub mod eval;
+pub mod memory;
 pub mod metrics;
 pub mod optim;
 pub mod parallel;

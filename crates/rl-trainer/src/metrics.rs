@@ -141,6 +141,16 @@ pub struct StepMetrics {
     pub time_sync_s: f64,
     /// Seconds for the whole step.
     pub time_step_s: f64,
+    /// Peak resident memory of the process while generating, scoring and filtering, in MiB
+    /// ([`crate::memory::PhasePeak`]; `null` where the OS does not report it).
+    #[serde(default)]
+    pub peak_rss_rollout_mb: Option<f64>,
+    /// Peak resident memory while computing old/reference log-probs, in MiB.
+    #[serde(default)]
+    pub peak_rss_logprobs_mb: Option<f64>,
+    /// Peak resident memory during the updates, in MiB.
+    #[serde(default)]
+    pub peak_rss_train_mb: Option<f64>,
     /// Optimizer updates applied in this step.
     pub updates: usize,
     /// Updates skipped because the loss or the gradient norm was not finite.
@@ -150,8 +160,9 @@ pub struct StepMetrics {
     pub eval: Option<EvalReport>,
 }
 
-/// Names of the fields that depend on wall-clock time (excluded from determinism checks).
-pub const TIMING_FIELDS: [&str; 7] = [
+/// Names of the fields that depend on wall-clock time or on the machine's memory accounting
+/// (excluded from determinism checks).
+pub const TIMING_FIELDS: [&str; 10] = [
     "rollout_tokens_per_s",
     "train_tokens_per_s",
     "time_rollout_s",
@@ -159,6 +170,9 @@ pub const TIMING_FIELDS: [&str; 7] = [
     "time_train_s",
     "time_sync_s",
     "time_step_s",
+    "peak_rss_rollout_mb",
+    "peak_rss_logprobs_mb",
+    "peak_rss_train_mb",
 ];
 
 /// Seconds spent in each phase of a step.
@@ -174,6 +188,17 @@ pub struct PhaseTimes {
     pub sync_s: f64,
     /// The whole step.
     pub step_s: f64,
+}
+
+/// Peak resident memory of each phase of a step, in MiB ([`crate::memory::PhasePeak`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhasePeaks {
+    /// Generating, scoring and filtering.
+    pub rollout_mb: Option<f64>,
+    /// π_old and reference log-probs.
+    pub logprobs_mb: Option<f64>,
+    /// The updates.
+    pub train_mb: Option<f64>,
 }
 
 /// Everything a step's phases produced that its [`StepMetrics`] are computed from.
@@ -198,6 +223,8 @@ pub struct StepRecord<'a> {
     pub update: &'a UpdateStats,
     /// Seconds per phase.
     pub times: PhaseTimes,
+    /// Peak resident memory per phase.
+    pub peaks: PhasePeaks,
 }
 
 /// The metrics phase: every field of a step's [`StepMetrics`] from the outputs of the other
@@ -283,6 +310,9 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
         time_train_s: t.train_s,
         time_sync_s: t.sync_s,
         time_step_s: t.step_s,
+        peak_rss_rollout_mb: r.peaks.rollout_mb,
+        peak_rss_logprobs_mb: r.peaks.logprobs_mb,
+        peak_rss_train_mb: r.peaks.train_mb,
         updates: update.applied,
         updates_skipped: update.skipped,
         eval: None,

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{EntropyMode, Qwen3, TokenLogProbs};
+use rl_models::{EntropyMode, MemoryPlan, Qwen3, TokenLogProbs, WindowPass};
 
 use crate::TrainerError;
 use crate::engine::LocalModel;
@@ -37,6 +37,36 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
         entropy: EntropyMode,
         temperature: f32,
     ) -> Result<TokenLogProbs<B>, TrainerError>;
+
+    /// [`Policy::logprobs`] for an update under a memory plan (chunked head backward, layer
+    /// checkpointing): back-propagate a loss of [`WindowPass::out`] with
+    /// [`WindowPass::backward`]. The default supports only the plain plan.
+    fn train_logprobs(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+        entropy: EntropyMode,
+        temperature: f32,
+        plan: MemoryPlan,
+    ) -> Result<WindowPass<B>, TrainerError> {
+        if !plan.is_plain() {
+            return Err(TrainerError::Config {
+                field: "model.logprob_chunk / model.checkpointing".into(),
+                message: format!(
+                    "this policy supports only the plain pass (0 and \"none\"), not {} and {:?}",
+                    plan.logprob_chunk, plan.checkpointing
+                ),
+            });
+        }
+        Ok(WindowPass::from(self.logprobs(
+            ids,
+            starts,
+            width,
+            entropy,
+            temperature,
+        )?))
+    }
 
     /// The same log-probs without gradient, on the host: for sequence b, the
     /// min(width, len − 1 − `starts[b]`) values that exist.
@@ -83,6 +113,19 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
             entropy,
             temperature,
         )?)
+    }
+
+    fn train_logprobs(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+        entropy: EntropyMode,
+        temperature: f32,
+        plan: MemoryPlan,
+    ) -> Result<WindowPass<B>, TrainerError> {
+        let (t, mask) = self.window_batch(ids, starts, width)?;
+        Ok(self.window_pass(t, Some(&mask), starts, width, entropy, temperature, plan)?)
     }
 
     fn logprobs_detached(

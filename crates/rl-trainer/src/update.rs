@@ -9,7 +9,7 @@ use rl_loss::{
     Aggregation, GlobalCounts, IsCorrection, IsStats, LossConfig, LossInput, LossMetrics,
     SequenceWeights, aggregate, compute_loss, sequence_weights,
 };
-use rl_models::EntropyMode;
+use rl_models::{EntropyMode, MemoryPlan};
 
 use crate::TrainerError;
 use crate::optim::AdamWOptimizer;
@@ -218,6 +218,9 @@ pub struct UpdateSettings<'a> {
     /// Padded tokens (rows × the longest prompt + response) per micro-batch, at most; 0: no
     /// token budget (`optim.micro_batch_tokens`, [`micro_batches`]).
     pub micro_batch_tokens: usize,
+    /// How each micro-batch's forward and backward trade compute for memory
+    /// (`model.logprob_chunk`, `model.checkpointing`).
+    pub memory: MemoryPlan,
     /// Log-probs are of softmax(logits / `temperature`): the sampling temperature.
     pub temperature: f32,
     /// Where π_old and the importance weights come from.
@@ -319,6 +322,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         loss: loss_cfg,
         micro_batch: micro,
         micro_batch_tokens: budget,
+        memory,
         temperature,
         old: old_source,
     } = settings;
@@ -356,7 +360,9 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         let chunk = &seqs[range];
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
-        let lp = policy.logprobs(&a.ids, &a.starts, a.width, entropy, temperature)?;
+        let pass =
+            policy.train_logprobs(&a.ids, &a.starts, a.width, entropy, temperature, memory)?;
+        let lp = pass.out.clone();
         let (old_logp, is_weights) = match old_source {
             OldLogprobs::Given => (
                 tensor::<B>(a.old, shape, device),
@@ -391,7 +397,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         };
         let out = compute_loss(loss_cfg, input, global)?;
         metrics.merge(&out.metrics);
-        let grads = GradientsParams::from_grads(out.loss.backward(), &policy);
+        let grads = pass.backward(out.loss, &policy);
         acc.accumulate(&policy, grads);
     }
     let metrics = parallel.sum_loss_metrics(&metrics)?;

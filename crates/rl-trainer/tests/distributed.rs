@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use burn::backend::Flex;
 use common::{B, flat, task_model};
 use rl_loss::{Aggregation, LossConfig};
-use rl_models::{Qwen3, Tokenizer};
+use rl_models::{Checkpointing, MemoryPlan, Qwen3, Tokenizer};
 use rl_trainer::distributed::{Worker, WorkerConfig};
 use rl_trainer::optim::AdamWOptimizer;
 use rl_trainer::tasks::ArithmeticTask;
@@ -98,16 +98,21 @@ const LR: f64 = 1e-3;
 
 /// lr `LR`, micro-batches of 3, T = 1.
 fn settings(loss: &LossConfig) -> UpdateSettings<'_> {
-    settings_with(loss, (3, 0))
+    settings_with(loss, (3, 0), MemoryPlan::default())
 }
 
 /// lr `LR`, micro-batches of at most `seqs` sequences and `tokens` padded tokens, T = 1.
-fn settings_with(loss: &LossConfig, (seqs, tokens): (usize, usize)) -> UpdateSettings<'_> {
+fn settings_with(
+    loss: &LossConfig,
+    (seqs, tokens): (usize, usize),
+    memory: MemoryPlan,
+) -> UpdateSettings<'_> {
     UpdateSettings {
         lr: LR,
         loss,
         micro_batch: seqs,
         micro_batch_tokens: tokens,
+        memory,
         temperature: 1.0,
         old: rl_trainer::update::OldLogprobs::Given,
     }
@@ -143,7 +148,20 @@ fn run_micro(
     worker: Option<&DataParallel<Flex>>,
     micro: (usize, usize),
 ) -> Run {
-    let (c, loss) = loss_config(aggregation);
+    let (_, loss) = loss_config(aggregation);
+    run_with(model, b, &loss, worker, micro, MemoryPlan::default())
+}
+
+/// [`STEPS`] updates with `loss`, `micro`-batches and the memory plan `memory`.
+fn run_with(
+    model: Qwen3<B>,
+    b: &[Seq],
+    loss: &LossConfig,
+    worker: Option<&DataParallel<Flex>>,
+    micro: (usize, usize),
+    memory: MemoryPlan,
+) -> Run {
+    let (c, _) = loss_config(loss.aggregation);
     let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
     let seqs = train_seqs(b);
     let (mut policy, mut losses, mut norms) = (model, vec![], vec![]);
@@ -152,7 +170,7 @@ fn run_micro(
         let out = policy_update_sharded(
             policy,
             &mut optim,
-            settings_with(&loss, micro),
+            settings_with(loss, micro, memory),
             &seqs,
             &Default::default(),
             worker.unwrap_or(&single),
@@ -444,5 +462,65 @@ fn token_budget_micro_batches_train_as_one_micro_batch() {
             worst / scale < 1e-5,
             "{aggregation:?}: parameters differ by {worst:e}"
         );
+    }
+}
+
+/// The update's memory plans (`model.logprob_chunk`, `model.checkpointing`) train as the plain
+/// pass: their backward recomputes the LM head chunk by chunk and, with `layers`, each decoder
+/// layer from its stored input, which is the same chain rule in another order. Three steps of
+/// micro-batches of 3 agree in loss, gradient norm and every parameter within 1e-5, for the
+/// token-level DAPO loss with an entropy bonus (the entropy's own gradient path) and for GSPO's
+/// sequence-level ratio (a loss that is not a sum over tokens, so `∂L/∂log p` of one token
+/// depends on the others of its sequence).
+#[test]
+fn memory_plans_train_as_the_plain_pass() {
+    let (model, tok) = task_model(11, None);
+    let b = batch(&model, &tok);
+    let (_, dapo) = loss_config(Aggregation::TokenMean);
+    let mut gspo = TrainConfig::default();
+    gspo.apply_preset("gspo").unwrap();
+    let losses = [
+        (
+            "dapo + entropy bonus",
+            LossConfig {
+                entropy_coef: 0.01,
+                ..dapo
+            },
+        ),
+        ("gspo", gspo.loss),
+    ];
+    let plans = [
+        (2, Checkpointing::None),
+        (0, Checkpointing::Layers),
+        (5, Checkpointing::Layers),
+    ];
+    for (name, loss) in &losses {
+        let plain = run_with(model.clone(), &b, loss, None, (3, 0), MemoryPlan::default());
+        for (logprob_chunk, checkpointing) in plans {
+            let plan = MemoryPlan {
+                logprob_chunk,
+                checkpointing,
+            };
+            let got = run_with(model.clone(), &b, loss, None, (3, 0), plan);
+            for s in 0..STEPS {
+                assert!(
+                    rel(got.losses[s], plain.losses[s]) < 1e-5,
+                    "{name} {plan:?} step {s}: loss {} vs {}",
+                    got.losses[s],
+                    plain.losses[s]
+                );
+                assert!(
+                    rel(got.norms[s], plain.norms[s]) < 1e-5,
+                    "{name} {plan:?} step {s}: grad norm {} vs {}",
+                    got.norms[s],
+                    plain.norms[s]
+                );
+            }
+            let (worst, scale) = param_gap(&got.params, &plain.params);
+            assert!(
+                worst / scale < 1e-5,
+                "{name} {plan:?}: parameters differ by {worst:e}"
+            );
+        }
     }
 }

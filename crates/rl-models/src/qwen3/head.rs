@@ -20,7 +20,7 @@ const LOGPROB_CHUNK_ELEMS: usize = 128 << 20;
 
 /// Rows per LM-head chunk for `n` rows of `vocab` logits within a budget of `chunk_elems` logits
 /// per chunk: the fewest chunks that fit, with the rows spread evenly over them.
-fn chunk_rows(n: usize, vocab: usize, chunk_elems: usize) -> usize {
+pub(super) fn chunk_rows(n: usize, vocab: usize, chunk_elems: usize) -> usize {
     let chunks = (n * vocab).div_ceil(chunk_elems.max(1)).max(1);
     n.div_ceil(chunks).max(1)
 }
@@ -173,41 +173,12 @@ impl<B: Backend> Qwen3<B> {
         temperature: f32,
     ) -> Result<TokenLogProbs<B>, ModelError> {
         let [b, l] = input_ids.dims();
-        if starts.len() != b {
-            return Err(ModelError::InvalidInput(format!(
-                "{} window starts for a batch of {b} rows",
-                starts.len()
-            )));
-        }
-        if width == 0 {
-            return Err(ModelError::InvalidInput(
-                "the log-prob window must be at least 1 position wide".to_string(),
-            ));
-        }
-        // Positions that predict a next token: 0 ..= l - 2.
-        let predicting = l.saturating_sub(1);
-        if let Some((row, &s)) = starts
-            .iter()
-            .enumerate()
-            .find(|&(_, &s)| width > predicting || s > predicting - width)
-        {
-            return Err(ModelError::InvalidInput(format!(
-                "row {row}: window of {width} positions from {s} does not fit a sequence of {l} \
-                 tokens (start + width must be at most {predicting})"
-            )));
-        }
+        let (rows, next) = window_index(b, l, starts, width)?;
         let hidden = self.config.hidden_size;
         let h = self.hidden_states(input_ids.clone(), mask, None)?;
         let device = h.device();
-        let n = b * width;
-        // Row `row * l + t` of the flattened hidden states predicts flattened token `row * l + t + 1`.
-        let rows: Vec<i64> = starts
-            .iter()
-            .enumerate()
-            .flat_map(|(row, &s)| (0..width).map(move |j| (row * l + s + j) as i64))
-            .collect();
-        let next: Vec<i64> = rows.iter().map(|&r| r + 1).collect();
-        let index = |v: Vec<i64>| Tensor::<B, 1, Int>::from_data(TensorData::new(v, [n]), &device);
+        let index =
+            |v: Vec<i64>| Tensor::<B, 1, Int>::from_data(TensorData::new(v, [b * width]), &device);
         let h = h.reshape([b * l, hidden]).select(0, index(rows));
         let targets = input_ids.reshape([b * l]).select(0, index(next));
         let (lp, ent) = self.head_logprobs(h, targets, entropy, chunk_elems, temperature);
@@ -319,7 +290,7 @@ impl<B: Backend> Qwen3<B> {
     /// [`Self::lm_head_t`]) and the log-softmax over row chunks of at most `chunk_elems` logits,
     /// spread evenly; logits are divided by `temperature` when it is not 1. The one head path of
     /// [`Self::token_logprobs`] and [`Self::token_logprobs_from`].
-    fn head_logprobs(
+    pub(super) fn head_logprobs(
         &self,
         h: Tensor<B, 2>,
         targets: Tensor<B, 1, Int>,
@@ -366,6 +337,68 @@ impl<B: Backend> Qwen3<B> {
     }
 }
 
+/// The flattened hidden-state rows of a window of `width` positions from `starts[row]` in a
+/// `[b, l]` batch (row `row * l + t` predicts flattened token `row * l + t + 1`), and the rows of
+/// their next tokens; errors when a window does not fit.
+pub(super) fn window_index(
+    b: usize,
+    l: usize,
+    starts: &[usize],
+    width: usize,
+) -> Result<(Vec<i64>, Vec<i64>), ModelError> {
+    if starts.len() != b {
+        return Err(ModelError::InvalidInput(format!(
+            "{} window starts for a batch of {b} rows",
+            starts.len()
+        )));
+    }
+    if width == 0 {
+        return Err(ModelError::InvalidInput(
+            "the log-prob window must be at least 1 position wide".to_string(),
+        ));
+    }
+    // Positions that predict a next token: 0 ..= l - 2.
+    let predicting = l.saturating_sub(1);
+    if let Some((row, &s)) = starts
+        .iter()
+        .enumerate()
+        .find(|&(_, &s)| width > predicting || s > predicting - width)
+    {
+        return Err(ModelError::InvalidInput(format!(
+            "row {row}: window of {width} positions from {s} does not fit a sequence of {l} \
+             tokens (start + width must be at most {predicting})"
+        )));
+    }
+    let rows: Vec<i64> = starts
+        .iter()
+        .enumerate()
+        .flat_map(|(row, &s)| (0..width).map(move |j| (row * l + s + j) as i64))
+        .collect();
+    let next = rows.iter().map(|&r| r + 1).collect();
+    Ok((rows, next))
+}
+
+/// Which entries `[row, j]` of a `[b, w]` window (position `t = start(row) + j`) have a padding
+/// token at `t` or `t + 1`; `None` when there are none.
+pub(super) fn padding_entries<B: Backend>(
+    b: usize,
+    w: usize,
+    mask: Option<&AttentionMask>,
+    start: impl Fn(usize) -> usize,
+    device: &B::Device,
+) -> Option<Tensor<B, 2, burn::tensor::Bool>> {
+    let m = mask?;
+    let mut invalid = Vec::with_capacity(b * w);
+    for row in 0..b {
+        let s = start(row);
+        invalid.extend((s..s + w).map(|t| !(m.is_valid(row, t) && m.is_valid(row, t + 1))));
+    }
+    invalid
+        .iter()
+        .any(|&x| x)
+        .then(|| Tensor::from_data(TensorData::new(invalid, [b, w]), device))
+}
+
 /// `[n = b · w]` log-probs (and entropies) as `[b, w]`, with 0 where entry `[row, j]`, at
 /// position `t = start(row) + j` of the sequence, has a padding token at `t` or `t + 1`.
 fn zero_padding<B: Backend>(
@@ -378,21 +411,9 @@ fn zero_padding<B: Backend>(
 ) -> TokenLogProbs<B> {
     let mut logprobs = logprobs.reshape([b, w]);
     let mut entropy = entropy.map(|e| e.reshape([b, w]));
-    if let Some(m) = mask {
-        let mut invalid = Vec::with_capacity(b * w);
-        for row in 0..b {
-            let s = start(row);
-            invalid.extend((s..s + w).map(|t| !(m.is_valid(row, t) && m.is_valid(row, t + 1))));
-        }
-        if invalid.iter().any(|&x| x) {
-            let device = logprobs.device();
-            let invalid = Tensor::<B, 2, burn::tensor::Bool>::from_data(
-                TensorData::new(invalid, [b, w]),
-                &device,
-            );
-            logprobs = logprobs.mask_fill(invalid.clone(), 0.0);
-            entropy = entropy.map(|e| e.mask_fill(invalid, 0.0));
-        }
+    if let Some(invalid) = padding_entries::<B>(b, w, mask, start, &logprobs.device()) {
+        logprobs = logprobs.mask_fill(invalid.clone(), 0.0);
+        entropy = entropy.map(|e| e.mask_fill(invalid, 0.0));
     }
     TokenLogProbs { logprobs, entropy }
 }

@@ -9,8 +9,9 @@
 //! Submodules by concern, their public items re-exported here: `config` ([`Qwen3Config`], HF
 //! `config.json`), `mask` ([`AttentionMask`]), `rope` (rotary tables), `kv_cache` ([`KvCache`]),
 //! `layers` (linear, norm, attention, MLP, decoder block, GEMM orientation), `weights` (init,
-//! load, save), `model` ([`Qwen3`]: forward, hidden states) and `head` (LM head, chunked
-//! log-probs).
+//! load, save), `model` ([`Qwen3`]: forward, hidden states), `head` (LM head, chunked
+//! log-probs) and `train_pass` ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked
+//! head backward and per-layer checkpointing).
 
 mod config;
 mod head;
@@ -19,6 +20,7 @@ mod layers;
 mod mask;
 mod model;
 mod rope;
+mod train_pass;
 mod weights;
 
 pub use config::Qwen3Config;
@@ -26,5 +28,6 @@ pub use kv_cache::KvCache;
 pub use layers::{Qwen3Attention, Qwen3DecoderLayer, Qwen3Linear, Qwen3Mlp, Qwen3RmsNorm};
 pub use mask::AttentionMask;
 pub use model::Qwen3;
+pub use train_pass::{Checkpointing, MemoryPlan, WindowPass};
 pub use weights::HfTensor;
 pub(crate) use weights::expected_tensors;

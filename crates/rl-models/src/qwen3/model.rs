@@ -82,7 +82,19 @@ impl<B: Backend> Qwen3<B> {
         &self,
         input_ids: Tensor<B, 2, Int>,
         mask: Option<&AttentionMask>,
+        cache: Option<&mut KvCache<B>>,
+    ) -> Result<Tensor<B, 3>, ModelError> {
+        self.hidden_states_keeping(input_ids, mask, cache, None)
+    }
+
+    /// [`Self::hidden_states`], pushing every decoder layer's input (`[batch * seq, H]`, layer 0
+    /// first) onto `inputs` when given: what a per-layer recomputation of the backward needs.
+    pub(super) fn hidden_states_keeping(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        mask: Option<&AttentionMask>,
         mut cache: Option<&mut KvCache<B>>,
+        mut inputs: Option<&mut Vec<Tensor<B, 2>>>,
     ) -> Result<Tensor<B, 3>, ModelError> {
         let [b, l] = input_ids.dims();
         if b == 0 || l == 0 {
@@ -123,6 +135,9 @@ impl<B: Backend> Qwen3<B> {
         let mut h = h;
         for (i, layer) in self.layers.iter().enumerate() {
             let slot = cache.as_deref_mut().map(|c| &mut c.layers[i]);
+            if let Some(kept) = inputs.as_deref_mut() {
+                kept.push(h.clone());
+            }
             h = layer.forward(h, b, l, &step, slot);
         }
         if let Some(c) = cache {
@@ -142,7 +157,7 @@ impl<B: Backend> Qwen3<B> {
     }
 
     /// Position ids, RoPE tables and the attention bias of one call.
-    fn prepare_step(
+    pub(super) fn prepare_step(
         &self,
         b: usize,
         l: usize,

@@ -310,20 +310,28 @@ fn long_generation_logprobs_match_teacher_forcing() {
     }
 }
 
+/// Our parameter gradients: from one backward's tape, or merged over the backward passes of a
+/// memory plan (`WindowPass::backward`).
+enum Grads {
+    Tape(<AD as burn::tensor::backend::AutodiffBackend>::Gradients),
+    Params(burn::optim::GradientsParams),
+}
+
+impl Grads {
+    fn of<const D: usize>(&self, p: &burn::module::Param<Tensor<AD, D>>) -> Vec<f32> {
+        match self {
+            Grads::Tape(g) => to_vec(p.val().grad(g).expect("gradient")),
+            Grads::Params(g) => to_vec(g.get::<B, D>(p.id).expect("gradient")),
+        }
+    }
+}
+
 /// `grad.<name>` of the fixture in HF layout, and ours.
-fn hf_grad(
-    m: &Qwen3<AD>,
-    name: &str,
-    grads: &<AD as burn::tensor::backend::AutodiffBackend>::Gradients,
-) -> Vec<f32> {
-    let lin = |l: &rl_models::qwen3::Qwen3Linear<AD>| {
-        to_vec(l.weight.val().grad(grads).expect("gradient")) // [out, in] as in HF
-    };
-    let norm = |w: &rl_models::qwen3::Qwen3RmsNorm<AD>| {
-        to_vec(w.weight.val().grad(grads).expect("gradient"))
-    };
+fn hf_grad(m: &Qwen3<AD>, name: &str, grads: &Grads) -> Vec<f32> {
+    let lin = |l: &rl_models::qwen3::Qwen3Linear<AD>| grads.of(&l.weight); // [out, in] as in HF
+    let norm = |w: &rl_models::qwen3::Qwen3RmsNorm<AD>| grads.of(&w.weight);
     if name == "model.embed_tokens.weight" {
-        return to_vec(m.embed_tokens.weight.val().grad(grads).expect("gradient"));
+        return grads.of(&m.embed_tokens.weight);
     }
     if name == "model.norm.weight" {
         return norm(&m.norm);
@@ -351,12 +359,23 @@ fn hf_grad(
     }
 }
 
+/// How `check_gradients` computes the log-probs.
+#[derive(Clone, Copy, Debug)]
+enum LogprobPath {
+    /// `token_logprobs`: every position.
+    Full,
+    /// `token_logprobs_from` with every position in the window (the head's rows gathered from
+    /// the hidden states, their gradients scattered back).
+    Window,
+    /// `window_pass` under a memory plan (every position in the window): the chunked head
+    /// backward and, with `Checkpointing::Layers`, the per-layer recomputation.
+    Plan(MemoryPlan),
+}
+
 /// Gradients of `Σ valid·log p + 0.1 Σ valid·H` on the right-padded batch repeated `tile` times
 /// (so that batches of more than 256 rows, which take the other GEMM formulation, are covered).
-/// `tile = 0` picks the smallest tiling with more than 256 rows per GEMM. `windowed`: the
-/// log-probs come from `token_logprobs_from` with every position in the window (the head's rows
-/// gathered from the hidden states, their gradients scattered back).
-fn check_gradients(model: &str, tile: usize, windowed: bool) {
+/// `tile = 0` picks the smallest tiling with more than 256 rows per GEMM.
+fn check_gradients(model: &str, tile: usize, path: LogprobPath) {
     let dev = dev();
     let m = Qwen3::<AD>::load(fixtures().join(model), &dev).unwrap();
     let r = Reference::load(model);
@@ -372,19 +391,21 @@ fn check_gradients(model: &str, tile: usize, windowed: bool) {
     )
     .unwrap();
     let ids = int_tensor::<AD>(&ids, [b, t], &dev);
-    let out = if windowed {
-        let starts = vec![0; b];
-        m.token_logprobs_from(
-            ids,
-            Some(&mask),
-            &starts,
-            t - 1,
-            EntropyMode::Differentiable,
-        )
-    } else {
-        m.token_logprobs(ids, Some(&mask), EntropyMode::Differentiable)
-    }
-    .unwrap();
+    let starts = vec![0; b];
+    let mode = EntropyMode::Differentiable;
+    let (out, pass) = match path {
+        LogprobPath::Full => (m.token_logprobs(ids, Some(&mask), mode).unwrap(), None),
+        LogprobPath::Window => (
+            m.token_logprobs_from(ids, Some(&mask), &starts, t - 1, mode).unwrap(),
+            None,
+        ),
+        LogprobPath::Plan(plan) => {
+            let pass = m
+                .window_pass(ids, Some(&mask), &starts, t - 1, mode, 1.0, plan)
+                .unwrap();
+            (pass.out.clone(), Some(pass))
+        }
+    };
     let valid: Vec<f32> = (0..b)
         .flat_map(|row| (0..t - 1).map(move |q| (row, q)))
         .map(|(row, q)| (mask.is_valid(row, q) && mask.is_valid(row, q + 1)) as u8 as f32)
@@ -396,9 +417,12 @@ fn check_gradients(model: &str, tile: usize, windowed: bool) {
     let got_loss = to_vec(loss.clone())[0];
     assert!(
         (got_loss - want_loss).abs() <= 1e-4 * want_loss.abs().max(1.0),
-        "{model} x{tile}: loss {got_loss} vs HF {want_loss}"
+        "{model} x{tile} {path:?}: loss {got_loss} vs HF {want_loss}"
     );
-    let grads = loss.backward();
+    let grads = match pass {
+        Some(pass) => Grads::Params(pass.backward(loss, &m)),
+        None => Grads::Tape(loss.backward()),
+    };
     let st = SafeTensors::deserialize(&r.bytes).unwrap();
     let mut names: Vec<String> = st
         .names()
@@ -415,17 +439,35 @@ fn check_gradients(model: &str, tile: usize, windowed: bool) {
         let got = hf_grad(&m, pname, &grads);
         let scale = want.iter().fold(0.0f32, |a, &x| a.max(x.abs())).max(1.0);
         let d = max_abs_diff(&got, &want);
-        eprintln!("{model} x{tile} {pname}: max |Δgrad| = {d:.2e} (max |g| = {scale:.2e})");
-        assert!(d <= GRAD_TOL * scale, "{model} x{tile} {pname}: max |Δgrad| = {d} (max |g| = {scale})");
+        eprintln!("{model} x{tile} {path:?} {pname}: max |Δgrad| = {d:.2e} (max |g| = {scale:.2e})");
+        assert!(
+            d <= GRAD_TOL * scale,
+            "{model} x{tile} {path:?} {pname}: max |Δgrad| = {d} (max |g| = {scale})"
+        );
     }
 }
 
 #[test]
 fn gradients_match_hf() {
     for model in MODELS {
-        check_gradients(model, 1, false);
-        check_gradients(model, 0, false);
-        check_gradients(model, 1, true);
+        check_gradients(model, 1, LogprobPath::Full);
+        check_gradients(model, 0, LogprobPath::Full);
+        check_gradients(model, 1, LogprobPath::Window);
+    }
+}
+
+/// The memory plans' backward (chunked head, per-layer recomputation) against HF's gradients,
+/// with chunks of 3 positions (several chunks, the last one short) and of one position.
+#[test]
+fn memory_plan_gradients_match_hf() {
+    for model in MODELS {
+        for plan in [
+            MemoryPlan { logprob_chunk: 3, checkpointing: Checkpointing::None },
+            MemoryPlan { logprob_chunk: 0, checkpointing: Checkpointing::Layers },
+            MemoryPlan { logprob_chunk: 1, checkpointing: Checkpointing::Layers },
+        ] {
+            check_gradients(model, 1, LogprobPath::Plan(plan));
+        }
     }
 }
 

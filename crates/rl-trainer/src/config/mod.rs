@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use rl_advantage::EstimatorConfig;
 use rl_loss::{Aggregation, LossConfig, PolicyLoss};
+use rl_models::{Checkpointing, MemoryPlan};
 use rl_rollout::{RetryPolicy, SamplingParams};
 use rl_sampler::{BatcherConfig, FilterConfig, OnExhausted, RoundSizing};
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
@@ -34,6 +35,25 @@ pub struct ModelSection {
     /// Ids the tokenizer does not define are masked from sampling (Qwen3: 151,669 of 151,936);
     /// defaults to the tokenizer's count.
     pub allowed_vocab_size: Option<usize>,
+    /// Response positions whose full-vocabulary logits the update computes at once, its backward
+    /// recomputing them chunk by chunk instead of keeping every position's (Liger's chunked
+    /// loss); 0 (default): the plain head, whose graph keeps them all until the backward.
+    #[serde(default)]
+    pub logprob_chunk: usize,
+    /// `"none"` (default) or `"layers"`: keep only each decoder layer's input for the update's
+    /// backward and recompute the layer there (HF's gradient checkpointing).
+    #[serde(default)]
+    pub checkpointing: Checkpointing,
+}
+
+impl ModelSection {
+    /// How the update's forward and backward trade compute for memory.
+    pub fn memory_plan(&self) -> MemoryPlan {
+        MemoryPlan {
+            logprob_chunk: self.logprob_chunk,
+            checkpointing: self.checkpointing,
+        }
+    }
 }
 
 /// The prompt set.

@@ -56,7 +56,10 @@ use crate::TrainerError;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, SamplerState};
 use crate::engine::{EngineHandle, LocalEngine, Pending, build_engine};
-use crate::metrics::{MetricsWriter, PhaseTimes, StepMetrics, StepRecord, step_metrics};
+use crate::memory::PhasePeak;
+use crate::metrics::{
+    MetricsWriter, PhasePeaks, PhaseTimes, StepMetrics, StepRecord, step_metrics,
+};
 use crate::optim::{AdamWOptimizer, lr_at};
 use crate::parallel::{Collective, DataParallel};
 use crate::policy::Policy;
@@ -465,16 +468,21 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let step = self.state.step + 1;
         let lr = lr_at(&self.config.optim, self.state.step);
 
+        let peak = PhasePeak::start();
         let batch = self.collect_batch()?; // generate → score → filter
         let time_rollout = t0.elapsed().as_secs_f64();
+        let peak_rollout = peak.peak_mb();
         let adv = self.advantages(&batch.groups)?;
         self.prefetch()?; // k ≥ 1: the next step's first round generates during this update
 
         let t1 = Instant::now();
+        let peak = PhasePeak::start();
         let behaviour = self.behaviour(&batch.groups)?;
         let time_logprobs = t1.elapsed().as_secs_f64();
+        let peak_logprobs = peak.peak_mb();
 
         let t2 = Instant::now();
+        let peak = PhasePeak::start();
         let minibatches = self.minibatches(batch.groups.len());
         let train = TrainBatch {
             groups: &batch.groups,
@@ -484,6 +492,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         };
         let update = self.update(step, lr, &train)?;
         let time_train = t2.elapsed().as_secs_f64();
+        let peak_train = peak.peak_mb();
 
         let t3 = Instant::now();
         let version = self.finish_step()?;
@@ -506,6 +515,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 train_s: time_train,
                 sync_s: time_sync,
                 step_s: t0.elapsed().as_secs_f64(),
+            },
+            peaks: PhasePeaks {
+                rollout_mb: peak_rollout,
+                logprobs_mb: peak_logprobs,
+                train_mb: peak_train,
             },
         }))
     }

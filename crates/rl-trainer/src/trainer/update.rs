@@ -112,6 +112,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             loss: &self.config.loss,
             micro_batch: self.config.optim.micro_batch,
             micro_batch_tokens: self.config.optim.micro_batch_tokens,
+            memory: self.config.model.memory_plan(),
             temperature: self.logprob_temperature(),
             old: if behaviour.old_from_update {
                 OldLogprobs::ThisForward(self.is_correction)

@@ -153,6 +153,7 @@ fn settings(c: &TrainConfig) -> rl_trainer::update::UpdateSettings<'_> {
         loss: &c.loss,
         micro_batch: 4,
         micro_batch_tokens: 0,
+        memory: Default::default(),
         temperature: 1.0,
         old: rl_trainer::update::OldLogprobs::Given,
     }

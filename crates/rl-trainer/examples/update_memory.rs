@@ -1,0 +1,203 @@
+//! One DA3PO update at a real model shape, for its peak memory and time (docs/performance.md,
+//! "Memory at real size"): the π_old forward of every sequence, then the policy update
+//! (`rl_trainer::update::policy_update`: π_θ forward + backward per micro-batch, AdamW step),
+//! with the memory plan and micro-batching given on the command line.
+//!
+//! ```text
+//! cargo run --release -p rl-trainer --example update_memory -- --shape 0.6b \
+//!     --seqs 8 --prompt 256 --response 1024 [--micro 8] [--micro-tokens 0] \
+//!     [--logprob-chunk 0] [--checkpointing none|layers] [--seed 0]
+//! ```
+//!
+//! The model is random (`Qwen3Config::qwen3_0_6b()` / `qwen3_1_7b()` / `tiny`, seed `--seed`,
+//! f32) and so are the token ids (uniform over the vocabulary); advantages are +1 for the first
+//! half of the sequences and −1 for the rest, as in a kept group; the loss is DA3PO's preset
+//! (DAPO's token-mean clipped objective, no KL). Peak resident memory is read per phase from
+//! `/proc/self/status` (`rl_trainer::memory`), so run each configuration in its own process;
+//! the last line printed is one JSON object with the settings, seconds and peaks.
+
+use std::time::Instant;
+
+use burn::backend::{Autodiff, Flex};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rl_models::{Checkpointing, MemoryPlan, Qwen3, Qwen3Config};
+use rl_trainer::TrainConfig;
+use rl_trainer::memory::PhasePeak;
+use rl_trainer::optim::AdamWOptimizer;
+use rl_trainer::policy::Policy;
+use rl_trainer::update::{OldLogprobs, TrainSeq, UpdateSettings, policy_update};
+
+#[global_allocator]
+static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
+
+type B = Autodiff<Flex>;
+
+struct Args {
+    shape: String,
+    seqs: usize,
+    prompt: usize,
+    response: usize,
+    micro: usize,
+    micro_tokens: usize,
+    plan: MemoryPlan,
+    seed: u64,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        shape: "0.6b".into(),
+        seqs: 8,
+        prompt: 256,
+        response: 1024,
+        micro: 0,
+        micro_tokens: 0,
+        plan: MemoryPlan::default(),
+        seed: 0,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let num = |v: &str| {
+            v.parse::<usize>()
+                .map_err(|e| format!("{flag} {v}: expected a whole number ({e})"))
+        };
+        match flag.as_str() {
+            "--shape" => a.shape = value,
+            "--seqs" => a.seqs = num(&value)?,
+            "--prompt" => a.prompt = num(&value)?,
+            "--response" => a.response = num(&value)?,
+            "--micro" => a.micro = num(&value)?,
+            "--micro-tokens" => a.micro_tokens = num(&value)?,
+            "--logprob-chunk" => a.plan.logprob_chunk = num(&value)?,
+            "--seed" => a.seed = num(&value)? as u64,
+            "--checkpointing" => {
+                a.plan.checkpointing = match value.as_str() {
+                    "none" => Checkpointing::None,
+                    "layers" => Checkpointing::Layers,
+                    v => return Err(format!("--checkpointing {v}: expected none or layers")),
+                }
+            }
+            f => return Err(format!("unknown flag {f}")),
+        }
+    }
+    if a.seqs == 0 || a.prompt == 0 || a.response == 0 {
+        return Err("--seqs, --prompt and --response must be at least 1".into());
+    }
+    if a.micro == 0 {
+        a.micro = a.seqs;
+    }
+    Ok(a)
+}
+
+fn main() {
+    rl_models::allocator::tune_for_tensors();
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&args) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let config = match a.shape.as_str() {
+        "0.6b" => Qwen3Config::qwen3_0_6b(),
+        "1.7b" => Qwen3Config::qwen3_1_7b(),
+        "tiny" => Qwen3Config::tiny(256),
+        s => return Err(format!("--shape {s}: expected 0.6b, 1.7b or tiny").into()),
+    };
+    let device = Default::default();
+    let t = Instant::now();
+    let model: Qwen3<B> = config.init_seeded(a.seed, &device)?;
+    eprintln!(
+        "random Qwen3 ({} parameters) in {:.1} s",
+        config.num_parameters(),
+        t.elapsed().as_secs_f64()
+    );
+
+    let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
+    let vocab = config.vocab_size as u32;
+    let mut draw = |n: usize| -> Vec<u32> { (0..n).map(|_| rng.random_range(0..vocab)).collect() };
+    let seqs: Vec<(Vec<u32>, Vec<u32>)> = (0..a.seqs)
+        .map(|_| (draw(a.prompt), draw(a.response)))
+        .collect();
+
+    let mut c = TrainConfig::default();
+    c.apply_preset("da3po")?;
+    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+
+    // π_old: detached log-probs of the response tokens, in micro-batches as the trainer runs it.
+    let peak = PhasePeak::start();
+    let t = Instant::now();
+    let mut old: Vec<Vec<f32>> = Vec::with_capacity(a.seqs);
+    for chunk in seqs.chunks(a.micro) {
+        let ids: Vec<Vec<u32>> = chunk
+            .iter()
+            .map(|(p, r)| [p.clone(), r.clone()].concat())
+            .collect();
+        let starts = vec![a.prompt - 1; chunk.len()];
+        old.extend(model.logprobs_detached(&ids, &starts, a.response, 1.0)?);
+    }
+    let old_s = t.elapsed().as_secs_f64();
+    let old_peak = peak.peak_mb();
+    eprintln!("π_old forward: {old_s:.1} s, peak RSS {old_peak:.0?} MiB");
+
+    let train: Vec<TrainSeq<'_>> = seqs
+        .iter()
+        .zip(&old)
+        .enumerate()
+        .map(|(i, ((p, r), o))| TrainSeq {
+            prompt: p,
+            response: r,
+            old_logp: o,
+            rollout_logp: &[],
+            ref_logp: None,
+            advantage: if i < a.seqs / 2 { 1.0 } else { -1.0 },
+            train: true,
+            is_weights: None,
+            keep: None,
+        })
+        .collect();
+    let settings = UpdateSettings {
+        lr: 1e-6,
+        loss: &c.loss,
+        micro_batch: a.micro,
+        micro_batch_tokens: a.micro_tokens,
+        memory: a.plan,
+        temperature: 1.0,
+        old: OldLogprobs::Given,
+    };
+    let peak = PhasePeak::start();
+    let t = Instant::now();
+    let out = policy_update(model, &mut optim, settings, &train, &device)?;
+    let update_s = t.elapsed().as_secs_f64();
+    let update_peak = peak.peak_mb();
+    eprintln!("update: {update_s:.1} s, peak RSS {update_peak:.0?} MiB");
+    let report = serde_json::json!({
+        "shape": a.shape,
+        "parameters": config.num_parameters(),
+        "seqs": a.seqs,
+        "prompt": a.prompt,
+        "response": a.response,
+        "micro_batch": a.micro,
+        "micro_batch_tokens": a.micro_tokens,
+        "logprob_chunk": a.plan.logprob_chunk,
+        "checkpointing": a.plan.checkpointing,
+        "old_logprobs_s": old_s,
+        "update_s": update_s,
+        "peak_rss_old_logprobs_mb": old_peak,
+        "peak_rss_update_mb": update_peak,
+        "per_phase_peaks": peak.is_per_phase(),
+        "loss": out.metrics.loss,
+        "grad_norm": out.grad_norm,
+        "applied": out.applied,
+    });
+    println!("{report}");
+    Ok(())
+}
