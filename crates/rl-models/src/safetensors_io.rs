@@ -302,6 +302,52 @@ impl SaveDtype {
     }
 }
 
+/// A tensor encoded for a safetensors file: name, shape, dtype, little-endian bytes.
+type Encoded = (String, Vec<usize>, Dtype, Vec<u8>);
+
+/// Writes the `members` of `encoded` as one safetensors file at `path` (PyTorch's `format: pt`
+/// metadata, as transformers and PEFT write it).
+fn write_encoded(path: &Path, encoded: &[Encoded], members: &[usize]) -> Result<(), ModelError> {
+    let metadata: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into();
+    let views: Vec<(String, TensorView<'_>)> = members
+        .iter()
+        .map(|&i| {
+            let (name, shape, dt, bytes) = &encoded[i];
+            let view = TensorView::new(*dt, shape.clone(), bytes).map_err(|e| {
+                ModelError::InvalidInput(format!("tensor `{name}` cannot be saved: {e}"))
+            })?;
+            Ok((name.clone(), view))
+        })
+        .collect::<Result<_, ModelError>>()?;
+    let bytes = safetensors::serialize(views, Some(metadata)).map_err(|e| {
+        ModelError::InvalidSafetensors {
+            file: path.to_path_buf(),
+            message: e.to_string(),
+        }
+    })?;
+    let f = File::create(path).map_err(io_err(path))?;
+    let mut w = BufWriter::new(f);
+    w.write_all(&bytes).map_err(io_err(path))?;
+    w.flush().map_err(io_err(path))
+}
+
+/// Writes named f32 tensors (HF layout) as the single safetensors file `path`, in `dtype`.
+pub(crate) fn write_file(
+    path: &Path,
+    tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
+    dtype: SaveDtype,
+) -> Result<(), ModelError> {
+    let encoded: Vec<Encoded> = tensors
+        .into_iter()
+        .map(|(name, shape, values)| {
+            let (dt, bytes) = dtype.encode(&values);
+            (name, shape, dt, bytes)
+        })
+        .collect();
+    let all: Vec<usize> = (0..encoded.len()).collect();
+    write_encoded(path, &encoded, &all)
+}
+
 /// Writes named f32 tensors (HF layout) as one safetensors file, or as shards of at most
 /// `max_shard_bytes` each plus `model.safetensors.index.json` (file names as transformers writes
 /// them: `model-0000k-of-0000n.safetensors`).
@@ -311,7 +357,7 @@ pub(crate) fn write_checkpoint(
     dtype: SaveDtype,
     max_shard_bytes: Option<u64>,
 ) -> Result<(), ModelError> {
-    let encoded: Vec<(String, Vec<usize>, Dtype, Vec<u8>)> = tensors
+    let encoded: Vec<Encoded> = tensors
         .into_iter()
         .map(|(name, shape, values)| {
             let (dt, bytes) = dtype.encode(&values);
@@ -335,29 +381,7 @@ pub(crate) fn write_checkpoint(
         }
         current += len;
     }
-    let metadata: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into();
-    let write = |path: &Path, members: &[usize]| -> Result<(), ModelError> {
-        let views: Vec<(String, TensorView<'_>)> = members
-            .iter()
-            .map(|&i| {
-                let (name, shape, dt, bytes) = &encoded[i];
-                let view = TensorView::new(*dt, shape.clone(), bytes).map_err(|e| {
-                    ModelError::InvalidInput(format!("tensor `{name}` cannot be saved: {e}"))
-                })?;
-                Ok((name.clone(), view))
-            })
-            .collect::<Result<_, ModelError>>()?;
-        let bytes = safetensors::serialize(views, Some(metadata.clone())).map_err(|e| {
-            ModelError::InvalidSafetensors {
-                file: path.to_path_buf(),
-                message: e.to_string(),
-            }
-        })?;
-        let f = File::create(path).map_err(io_err(path))?;
-        let mut w = BufWriter::new(f);
-        w.write_all(&bytes).map_err(io_err(path))?;
-        w.flush().map_err(io_err(path))
-    };
+    let write = |path: &Path, members: &[usize]| write_encoded(path, &encoded, members);
     if shards.len() == 1 {
         return write(&dir.join(SINGLE_FILE), &shards[0]);
     }

@@ -105,6 +105,11 @@ fn main() {
     }
 }
 
+/// A peak for the progress lines: "1234 MiB", or "not reported".
+fn mib(peak: Option<f64>) -> String {
+    peak.map_or_else(|| "not reported".into(), |p| format!("{p:.0} MiB"))
+}
+
 fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let config = match a.shape.as_str() {
         "0.6b" => Qwen3Config::qwen3_0_6b(),
@@ -146,7 +151,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let old_s = t.elapsed().as_secs_f64();
     let old_peak = peak.peak_mb();
-    eprintln!("π_old forward: {old_s:.1} s, peak RSS {old_peak:.0?} MiB");
+    eprintln!("π_old forward: {old_s:.1} s, peak RSS {}", mib(old_peak));
 
     let train: Vec<TrainSeq<'_>> = seqs
         .iter()
@@ -178,7 +183,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let out = policy_update(model, &mut optim, settings, &train, &device)?;
     let update_s = t.elapsed().as_secs_f64();
     let update_peak = peak.peak_mb();
-    eprintln!("update: {update_s:.1} s, peak RSS {update_peak:.0?} MiB");
+    eprintln!("update: {update_s:.1} s, peak RSS {}", mib(update_peak));
     let report = serde_json::json!({
         "shape": a.shape,
         "parameters": config.num_parameters(),

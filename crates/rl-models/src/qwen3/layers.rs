@@ -10,6 +10,7 @@ use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 
 use super::kv_cache::{CACHE_TAIL, CacheWrite, LayerCache};
+use super::lora::LoraAdapter;
 use super::rope::Rope;
 
 /// A bias-free linear layer `y = x W^T` with the weight in HF layout `[out, in]` (burn's `Linear`
@@ -18,12 +19,17 @@ use super::rope::Rope;
 pub struct Qwen3Linear<B: Backend> {
     /// `[out, in]`, as in the checkpoint.
     pub weight: Param<Tensor<B, 2>>,
+    /// A LoRA adapter (`Qwen3::with_lora`, `Qwen3::load_adapter`); `None` for a plain layer.
+    pub lora: Option<LoraAdapter<B>>,
 }
 
 impl<B: Backend> Qwen3Linear<B> {
-    /// `x W^T` for `x: [m, in]`.
+    /// `x W^T` for `x: [m, in]`, plus the adapter's `s · (x Aᵀ) Bᵀ` when there is one.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        matmul_hf(x, self.weight.val())
+        match &self.lora {
+            Some(l) => matmul_hf(x.clone(), self.weight.val()) + l.delta(x),
+            None => matmul_hf(x, self.weight.val()),
+        }
     }
 }
 

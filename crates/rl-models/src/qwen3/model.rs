@@ -9,6 +9,7 @@ use burn::tensor::{Int, Tensor, TensorData};
 use super::Qwen3Config;
 use super::kv_cache::KvCache;
 use super::layers::{Qwen3DecoderLayer, Qwen3Linear, Qwen3RmsNorm, Step};
+use super::lora::LoraConfig;
 use super::mask::{AttentionMask, MASK_BIAS};
 use super::rope::Rope;
 use crate::error::ModelError;
@@ -26,6 +27,9 @@ pub struct Qwen3<B: Backend> {
     pub lm_head: Option<Qwen3Linear<B>>,
     #[module(skip)]
     pub(super) config: Qwen3Config,
+    /// The settings of the LoRA adapters on the linear layers, if any (`Qwen3::with_lora`).
+    #[module(skip)]
+    pub(super) lora: Option<LoraConfig>,
 }
 
 impl<B: Backend> Qwen3<B> {

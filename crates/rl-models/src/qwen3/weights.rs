@@ -153,6 +153,7 @@ impl<B: Backend> Builder<'_, B> {
             Tensor::<B, 2>::from_data(TensorData::new(values, [shape[0], shape[1]]), self.device);
         Ok(Qwen3Linear {
             weight: Param::from_tensor(t),
+            lora: None,
         })
     }
 
@@ -228,6 +229,7 @@ impl<B: Backend> Qwen3<B> {
             norm,
             lm_head,
             config,
+            lora: None,
         })
     }
 
@@ -296,7 +298,8 @@ impl<B: Backend> Qwen3<B> {
     }
 
     /// The parameters as HF tensors: `(name, shape, row-major f32 values)` in checkpoint order
-    /// (linear weights transposed back to `[out, in]`; no `lm_head.weight` when tied).
+    /// (linear weights transposed back to `[out, in]`; no `lm_head.weight` when tied; LoRA
+    /// adapters merged into their base weights, see [`Qwen3::merged`]).
     pub fn hf_tensors(&self) -> Result<Vec<HfTensor>, ModelError> {
         let read = |t: Tensor<B, 2>| -> Result<Vec<f32>, ModelError> {
             t.into_data()
@@ -310,9 +313,12 @@ impl<B: Backend> Qwen3<B> {
                 .into_vec::<f32>()
                 .map_err(|e| ModelError::Data(format!("{e:?}")))
         };
+        // With LoRA adapters, the merged weight W + s·B·A: the checkpoint computes what the
+        // model computes.
         let lin = |name: String, l: &Qwen3Linear<B>| -> Result<HfTensor, ModelError> {
-            let shape = l.weight.val().dims().to_vec();
-            Ok((name, shape, read(l.weight.val())?))
+            let w = l.effective_weight();
+            let shape = w.dims().to_vec();
+            Ok((name, shape, read(w)?))
         };
         let mut out = Vec::new();
         let [vocab, h] = self.embed_tokens.weight.val().dims();

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One DA3PO update at Qwen3-0.6B shape, rlvr (crates/rl-trainer/examples/update_memory.rs) and
+# PyTorch + transformers (torch_update.py) side by side, one process per configuration, one
+# after the other, each under an address-space limit so that a configuration that does not fit
+# fails with an allocation error instead of waking the OOM killer. Results (one JSON object per
+# line; failures as {"failed": ...}) go to $OUT (default runs/update_memory/results.jsonl).
+#
+#   bash tools/update_memory/run.sh SEQS PROMPT RESPONSE [CASES...]
+#
+# CASES (default: all) name configurations:
+#   plain chunk layers chunk_layers chunk_layers_micro   (rlvr)
+#   torch torch_ckpt                                      (PyTorch; torch_ckpt = checkpointing)
+# Environment: RLVR_UPDATE_MEMORY (the example binary; default target/debug/examples/
+# update_memory, built with `cargo build -p rl-trainer --example update_memory`), PYTHON (a
+# Python with torch and transformers; default ~/.cache/rlvr-trl/venv/bin/python), LIMIT_GB
+# (address-space limit, default 22), CHUNK (log-prob chunk, default 512).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+seqs=$1 prompt=$2 response=$3
+shift 3
+cases=("$@")
+[ ${#cases[@]} -eq 0 ] && cases=(plain chunk layers chunk_layers chunk_layers_micro torch torch_ckpt)
+BIN="${RLVR_UPDATE_MEMORY:-target/debug/examples/update_memory}"
+PYTHON="${PYTHON:-$HOME/.cache/rlvr-trl/venv/bin/python}"
+LIMIT_GB="${LIMIT_GB:-22}"
+CHUNK="${CHUNK:-512}"
+OUT="${OUT:-runs/update_memory/results.jsonl}"
+mkdir -p "$(dirname "$OUT")"
+common=(--shape 0.6b --seqs "$seqs" --prompt "$prompt" --response "$response")
+for c in "${cases[@]}"; do
+    case $c in
+        plain) cmd=("$BIN" "${common[@]}") ;;
+        chunk) cmd=("$BIN" "${common[@]}" --logprob-chunk "$CHUNK") ;;
+        layers) cmd=("$BIN" "${common[@]}" --checkpointing layers) ;;
+        chunk_layers) cmd=("$BIN" "${common[@]}" --logprob-chunk "$CHUNK" --checkpointing layers) ;;
+        chunk_layers_micro)
+            # token-budget micro-batches of half the sequences' padded tokens
+            cmd=("$BIN" "${common[@]}" --logprob-chunk "$CHUNK" --checkpointing layers
+                 --micro-tokens $(( (prompt + response) * (seqs / 2 > 0 ? seqs / 2 : 1) ))) ;;
+        torch) cmd=("$PYTHON" tools/update_memory/torch_update.py "${common[@]}" --checkpointing none) ;;
+        torch_ckpt) cmd=("$PYTHON" tools/update_memory/torch_update.py "${common[@]}" --checkpointing layers) ;;
+        *) echo "unknown case $c" >&2; exit 2 ;;
+    esac
+    log="$(dirname "$OUT")/$c-$seqs-$prompt-$response.log"
+    echo "== $c: ${cmd[*]}" >&2
+    start=$(date +%s)
+    if line=$( (ulimit -v $((LIMIT_GB << 20)); "${cmd[@]}" 2>"$log") | tail -1) && [ -n "$line" ]; then
+        echo "{\"case\": \"$c\", \"result\": $line}" >> "$OUT"
+    else
+        echo "{\"case\": \"$c\", \"seqs\": $seqs, \"prompt\": $prompt, \"response\": $response, \"failed\": \"exit after $(( $(date +%s) - start )) s under a ${LIMIT_GB} GiB address-space limit: $(tail -1 "$log" | tr -d '"\\')\"}" >> "$OUT"
+    fi
+    tail -1 "$OUT" >&2
+done
