@@ -47,7 +47,7 @@ for c in "${cases[@]}"; do
     if line=$( (ulimit -v $((LIMIT_GB << 20)); "${cmd[@]}" 2>"$log") | tail -1) && [ -n "$line" ]; then
         echo "{\"case\": \"$c\", \"result\": $line}" >> "$OUT"
     else
-        echo "{\"case\": \"$c\", \"seqs\": $seqs, \"prompt\": $prompt, \"response\": $response, \"failed\": \"exit after $(( $(date +%s) - start )) s under a ${LIMIT_GB} GiB address-space limit: $(tail -1 "$log" | tr -d '"\\')\"}" >> "$OUT"
+        echo "{\"case\": \"$c\", \"seqs\": $seqs, \"prompt\": $prompt, \"response\": $response, \"failed\": \"exit after $(( $(date +%s) - start )) s under a ${LIMIT_GB} GiB address-space limit: $( (grep -m1 -E 'memory allocation|MemoryError|Killed|error' "$log" || tail -1 "$log") | tr -d '"\\')\"}" >> "$OUT"
     fi
     tail -1 "$OUT" >&2
 done

@@ -9,7 +9,11 @@ use std::path::Path;
 
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{EntropyMode, MemoryPlan, Qwen3, TokenLogProbs, WindowPass};
+use rl_models::{EntropyMode, LoraConfig, MemoryPlan, Qwen3, TokenLogProbs, WindowPass};
+
+/// The folder of a checkpoint's `model/` that holds a LoRA policy's adapters (PEFT's files) and,
+/// in `base/`, its frozen base unmerged ([`Policy::save_checkpoint`]).
+pub const LORA_DIR: &str = "lora";
 
 use crate::TrainerError;
 use crate::engine::LocalModel;
@@ -78,11 +82,29 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
         temperature: f32,
     ) -> Result<Vec<Vec<f32>>, TrainerError>;
 
-    /// Writes the weights (for Qwen3: HF `config.json` + `model.safetensors`).
+    /// Writes the weights as the policy computes with them, for engines and users (for Qwen3:
+    /// HF `config.json` + `model.safetensors`, LoRA adapters merged).
     fn save(&self, dir: &Path) -> Result<(), TrainerError>;
 
-    /// Reads weights written by [`Policy::save`].
+    /// Writes what [`Policy::load`] needs to continue training exactly (a checkpoint's
+    /// `model/`); by default [`Policy::save`]. Qwen3 with LoRA adds `lora/`: the adapters in
+    /// PEFT's format and the frozen base unmerged in `lora/base/`.
+    fn save_checkpoint(&self, dir: &Path) -> Result<(), TrainerError> {
+        self.save(dir)
+    }
+
+    /// Reads weights written by [`Policy::save`] or [`Policy::save_checkpoint`].
     fn load(dir: &Path, device: &B::Device) -> Result<Self, TrainerError>;
+
+    /// This policy frozen, with fresh LoRA adapters that are all an update trains
+    /// (`[model.lora]`); by default an error: the policy has no LoRA support.
+    fn with_lora(self, config: &LoraConfig, seed: u64) -> Result<Self, TrainerError> {
+        let _ = (config, seed);
+        Err(TrainerError::Config {
+            field: "model.lora".into(),
+            message: "this policy does not support LoRA adapters".into(),
+        })
+    }
 
     /// Rows of the output distribution.
     fn vocab_size(&self) -> usize;
@@ -148,8 +170,26 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
         Ok(Qwen3::save(self, dir)?)
     }
 
+    fn save_checkpoint(&self, dir: &Path) -> Result<(), TrainerError> {
+        Qwen3::save(self, dir)?;
+        if self.lora_config().is_some() {
+            let lora = dir.join(LORA_DIR);
+            self.save_adapter(&lora, None)?;
+            self.without_adapters().save(lora.join("base"))?;
+        }
+        Ok(())
+    }
+
     fn load(dir: &Path, device: &B::Device) -> Result<Self, TrainerError> {
+        let lora = dir.join(LORA_DIR);
+        if lora.join(rl_models::qwen3::ADAPTER_CONFIG).is_file() {
+            return Ok(Qwen3::load(lora.join("base"), device)?.load_adapter(&lora)?);
+        }
         Ok(Qwen3::load(dir, device)?)
+    }
+
+    fn with_lora(self, config: &LoraConfig, seed: u64) -> Result<Self, TrainerError> {
+        Ok(Qwen3::with_lora(self, config, seed)?)
     }
 
     fn vocab_size(&self) -> usize {

@@ -374,6 +374,79 @@ fn training_through_llama_server_syncs_weights_and_survives_a_killed_server() {
     assert_eq!(read_metrics(&out.join("metrics.jsonl")).unwrap().len(), 5);
 }
 
+/// LoRA training through llama-server: the trainer trains adapters (`[model.lora]`, r = 4 on
+/// every module) and syncs their merged weights (`W + s·B·A`, exported as GGUF) after every
+/// step; the server's log-probs of the sampled tokens stay those of the trainer's adapter model,
+/// and after the last sync its log-probs of its own greedy continuation equal the trainer's.
+#[test]
+fn lora_training_through_llama_server_serves_the_merged_weights() {
+    let Some(bin) = llama_server() else { return };
+    let (model, tok) = task_model();
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    let dir = tmp("lora");
+    let out = dir.join("run");
+    let (engine, server) = managed_engine(&bin, &tok, &dir, &model, 0);
+    let mut cfg = task_config(&out, 2);
+    cfg.model.lora = Some(rl_models::LoraConfig::new(4, 8.0));
+    cfg.optim.lr = 1e-2; // adapters start at B = 0: a visible move in two steps
+    let t = Trainer::new(
+        cfg,
+        model.clone(),
+        tok.clone(),
+        train,
+        None,
+        Default::default(),
+    )
+    .unwrap();
+    let mut t = t.with_engine(Box::new(engine)).unwrap();
+    t.run(|_| {}).unwrap();
+    let m = read_metrics(&out.join("metrics.jsonl")).unwrap();
+    assert_eq!(m.len(), 2);
+    for s in &m {
+        assert!(
+            s.logprob_mismatch_max < 1e-3,
+            "step {}: {}",
+            s.step,
+            s.logprob_mismatch_max
+        );
+    }
+    let url = server.lock().unwrap().url();
+    let mut probe = LlamaCppEngine::new(
+        &url,
+        RetryPolicy::default(),
+        2,
+        tok.num_defined_ids(),
+        1,
+        None,
+    )
+    .unwrap();
+    let stop = rl_trainer::end_token_ids(&tok);
+    let prompt = tok.encode("12+34=").unwrap();
+    let c = probe
+        .generate(&[greedy(prompt.clone(), &stop, 6)])
+        .unwrap()
+        .remove(0)
+        .remove(0);
+    let trained = t.policy();
+    assert!(trained.lora_config().is_some());
+    let ids = [prompt.clone(), c.tokens.clone()].concat();
+    let lp = trained
+        .logprobs_detached(&[ids.clone()], &[prompt.len() - 1], c.tokens.len(), 1.0)
+        .unwrap();
+    let base = model
+        .logprobs_detached(&[ids], &[prompt.len() - 1], c.tokens.len(), 1.0)
+        .unwrap();
+    let mut moved = 0.0f32;
+    for ((a, b), z) in lp[0].iter().zip(&c.logprobs).zip(&base[0]) {
+        assert!((a - b).abs() < 1e-3, "{a} vs {b}");
+        moved = moved.max((a - z).abs());
+    }
+    assert!(
+        moved > 1e-3,
+        "the adapters did not change the served model: {moved}"
+    );
+}
+
 /// `[rollout.engine] kind = "llama_cpp"` in a TOML config: the trainer exports its weights,
 /// starts llama-server itself, trains through it and re-exports after every step; `auto`
 /// importance sampling becomes token TIS (C = 2) for the remote engine.

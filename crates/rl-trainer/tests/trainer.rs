@@ -366,10 +366,40 @@ fn grpo_with_asynchronous_rollouts_resumes_exactly() {
     resumes_exactly(1);
 }
 
+/// With `[model.lora]` (r = 4 on every module): only the adapters train — the frozen base in
+/// the checkpoint's `model/lora/base/` equals the initial weights bit for bit, while the
+/// merged `model/` (what engines and users load) has moved — and a resumed run (adapters and
+/// their AdamW moments reloaded from PEFT files and the optimizer state) reproduces the
+/// uninterrupted run's metrics exactly, with GRPO's KL to the frozen reference.
+#[test]
+fn lora_trains_only_the_adapters_and_resumes_exactly() {
+    let lora = rl_models::LoraConfig::new(4, 8.0);
+    let (a, model) = resumes_exactly_with(0, Some(lora));
+    let ckpt = latest_checkpoint(&a).unwrap().join("model");
+    let base = Qwen3::<B>::load(ckpt.join("lora/base"), &Default::default()).unwrap();
+    assert_eq!(weights(&base), weights(&model), "the frozen base changed");
+    let merged = Qwen3::<B>::load(&ckpt, &Default::default()).unwrap();
+    let moved = weights(&merged)
+        .iter()
+        .zip(weights(&model))
+        .filter(|(x, y)| x != &y)
+        .count();
+    assert!(moved > 0, "the adapters did not train");
+    assert!(ckpt.join("lora/adapter_model.safetensors").is_file());
+}
+
 fn resumes_exactly(k: usize) {
-    let a = tmp(&format!("full-k{k}"));
+    resumes_exactly_with(k, None);
+}
+
+/// Runs 4 steps, then 2 steps + a resume to 4, and checks both agree; returns the
+/// uninterrupted run's folder and the initial model.
+fn resumes_exactly_with(k: usize, lora: Option<rl_models::LoraConfig>) -> (PathBuf, Qwen3<B>) {
+    let tag = if lora.is_some() { "-lora" } else { "" };
+    let a = tmp(&format!("full-k{k}{tag}"));
     let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 4);
     cfg.rollout.max_staleness = k;
+    cfg.model.lora = lora.clone();
     let mut t = Trainer::new(
         cfg,
         model.clone(),
@@ -395,12 +425,13 @@ fn resumes_exactly(k: usize) {
         .collect();
     assert_eq!(ckpts.len(), 3, "step-2, step-4 and latest: {ckpts:?}");
 
-    let b = tmp(&format!("resumed-k{k}"));
+    let b = tmp(&format!("resumed-k{k}{tag}"));
     let (mut cfg2, ..) = tiny_run("grpo", &b, 2);
     cfg2.rollout.max_staleness = k;
+    cfg2.model.lora = lora.clone();
     let mut t = Trainer::new(
         cfg2,
-        model,
+        model.clone(),
         tok.clone(),
         train.clone(),
         Some(eval.clone()),
@@ -413,6 +444,7 @@ fn resumes_exactly(k: usize) {
     assert_eq!(ckpt.join("inflight.json").exists(), k > 0);
     let (mut cfg4, ..) = tiny_run("grpo", &b, 4);
     cfg4.rollout.max_staleness = k;
+    cfg4.model.lora = lora;
     let mut r =
         Trainer::<B, Qwen3<B>>::resume(cfg4, &ckpt, tok, train, Some(eval), Default::default())
             .unwrap();
@@ -422,6 +454,7 @@ fn resumes_exactly(k: usize) {
     if k > 0 {
         assert!(full[2..].iter().all(|m| m.staleness_max == 1));
     }
+    (a, model)
 }
 
 #[test]

@@ -235,6 +235,16 @@ impl<B: Backend> Qwen3<B> {
         Ok(model)
     }
 
+    /// The frozen base: this model with its adapters removed, unmerged.
+    pub fn without_adapters(&self) -> Self {
+        let mut model = self.clone();
+        for (_, _, linear) in model.named_linears() {
+            linear.lora = None;
+        }
+        model.lora = None;
+        model
+    }
+
     /// The model with every adapter merged into its base weight (`W + s · B A`) and no
     /// adapters: the plain Qwen3 that computes the same function (engines, GGUF, HF).
     pub fn merged(&self) -> Self {

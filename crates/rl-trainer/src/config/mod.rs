@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use rl_advantage::EstimatorConfig;
 use rl_loss::{Aggregation, LossConfig, PolicyLoss};
-use rl_models::{Checkpointing, MemoryPlan};
+use rl_models::{Checkpointing, LoraConfig, MemoryPlan};
 use rl_rollout::{RetryPolicy, SamplingParams};
 use rl_sampler::{BatcherConfig, FilterConfig, OnExhausted, RoundSizing};
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
@@ -44,6 +44,11 @@ pub struct ModelSection {
     /// backward and recompute the layer there (HF's gradient checkpointing).
     #[serde(default)]
     pub checkpointing: Checkpointing,
+    /// `[model.lora]` (`r`, `alpha`, optional `target_modules` and `use_rslora`): train LoRA
+    /// adapters in PEFT's format on the frozen model instead of every weight
+    /// (`rl_models::LoraConfig`; adapters seeded by the run's `seed`). Unset: full fine-tuning.
+    #[serde(default)]
+    pub lora: Option<LoraConfig>,
 }
 
 impl ModelSection {

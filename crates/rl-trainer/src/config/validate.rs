@@ -177,6 +177,9 @@ impl TrainConfig {
             .overlong
             .validate()
             .map_err(|e| config_error("reward.overlong", e))?;
+        if let Some(l) = &self.model.lora {
+            l.validate().map_err(|e| config_error("model.lora", e))?;
+        }
         Ok(())
     }
 }

@@ -120,7 +120,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         };
         let policy = self.policy();
         atomic_dir(&dir, |tmp| {
-            policy.save(&tmp.join("model"))?;
+            policy.save_checkpoint(&tmp.join("model"))?;
             self.optim.save(policy, tmp)?;
             write_file(&tmp.join("state.json"), state.as_bytes())?;
             if let Some(r) = &inflight {

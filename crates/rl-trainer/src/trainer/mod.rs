@@ -178,7 +178,8 @@ pub fn end_token_ids(tokenizer: &Tokenizer) -> Vec<u32> {
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// A new run. The reference policy for KL (if configured with β > 0) is a frozen copy of
-    /// `policy`.
+    /// `policy`. With `[model.lora]`, `policy` is frozen and gets fresh LoRA adapters
+    /// ([`Policy::with_lora`], seeded by `config.seed`), which are all the run trains.
     pub fn new(
         config: TrainConfig,
         policy: P,
@@ -187,6 +188,16 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         eval: Option<Dataset>,
         device: B::Device,
     ) -> Result<Self, TrainerError> {
+        let policy = match &config.model.lora {
+            Some(lora) => {
+                lora.validate().map_err(|e| TrainerError::Config {
+                    field: "model.lora".into(),
+                    message: e.to_string(),
+                })?;
+                policy.with_lora(lora, config.seed)?
+            }
+            None => policy,
+        };
         let start = Start {
             policy,
             reference: None,
