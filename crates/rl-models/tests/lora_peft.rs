@@ -358,11 +358,7 @@ fn bad_adapters_are_typed_errors_naming_the_problem() {
         edit(&mut c);
         std::fs::write(dir.join(ADAPTER_CONFIG), c.to_string()).unwrap();
         std::fs::copy(src.join(ADAPTER_WEIGHTS), dir.join(ADAPTER_WEIGHTS)).unwrap();
-        let e = base()
-            .load_adapter(&dir)
-            .err()
-            .expect("an error")
-            .to_string();
+        let e = base().load_adapter(&dir).expect_err("an error").to_string();
         std::fs::remove_dir_all(dir).unwrap();
         e
     };

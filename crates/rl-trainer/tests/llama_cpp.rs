@@ -431,7 +431,12 @@ fn lora_training_through_llama_server_serves_the_merged_weights() {
     assert!(trained.lora_config().is_some());
     let ids = [prompt.clone(), c.tokens.clone()].concat();
     let lp = trained
-        .logprobs_detached(&[ids.clone()], &[prompt.len() - 1], c.tokens.len(), 1.0)
+        .logprobs_detached(
+            std::slice::from_ref(&ids),
+            &[prompt.len() - 1],
+            c.tokens.len(),
+            1.0,
+        )
         .unwrap();
     let base = model
         .logprobs_detached(&[ids], &[prompt.len() - 1], c.tokens.len(), 1.0)

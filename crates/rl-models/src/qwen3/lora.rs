@@ -20,8 +20,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Value, json};
 
-use super::Qwen3;
 use super::layers::{Qwen3Linear, matmul_hf};
+use super::{HfTensor, Qwen3};
 use crate::error::ModelError;
 use crate::safetensors_io::{SaveDtype, WeightFiles, write_file};
 
@@ -262,7 +262,7 @@ impl<B: Backend> Qwen3<B> {
 
     /// The adapters as PEFT names them (`base_model.model.<module>.lora_A.weight` `[r, in]` and
     /// `…lora_B.weight` `[out, r]`), in checkpoint order; empty without adapters.
-    pub fn adapter_tensors(&self) -> Result<Vec<(String, Vec<usize>, Vec<f32>)>, ModelError> {
+    pub fn adapter_tensors(&self) -> Result<Vec<HfTensor>, ModelError> {
         let read = |t: Tensor<B, 2>| -> Result<(Vec<usize>, Vec<f32>), ModelError> {
             let shape = t.dims().to_vec();
             let v = t
