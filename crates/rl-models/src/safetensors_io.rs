@@ -331,19 +331,24 @@ fn write_encoded(path: &Path, encoded: &[Encoded], members: &[usize]) -> Result<
     w.flush().map_err(io_err(path))
 }
 
+/// Named f32 tensors encoded in `dtype`.
+fn encode(tensors: Vec<(String, Vec<usize>, Vec<f32>)>, dtype: SaveDtype) -> Vec<Encoded> {
+    tensors
+        .into_iter()
+        .map(|(name, shape, values)| {
+            let (dt, bytes) = dtype.encode(&values);
+            (name, shape, dt, bytes)
+        })
+        .collect()
+}
+
 /// Writes named f32 tensors (HF layout) as the single safetensors file `path`, in `dtype`.
 pub(crate) fn write_file(
     path: &Path,
     tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
     dtype: SaveDtype,
 ) -> Result<(), ModelError> {
-    let encoded: Vec<Encoded> = tensors
-        .into_iter()
-        .map(|(name, shape, values)| {
-            let (dt, bytes) = dtype.encode(&values);
-            (name, shape, dt, bytes)
-        })
-        .collect();
+    let encoded = encode(tensors, dtype);
     let all: Vec<usize> = (0..encoded.len()).collect();
     write_encoded(path, &encoded, &all)
 }
@@ -357,13 +362,7 @@ pub(crate) fn write_checkpoint(
     dtype: SaveDtype,
     max_shard_bytes: Option<u64>,
 ) -> Result<(), ModelError> {
-    let encoded: Vec<Encoded> = tensors
-        .into_iter()
-        .map(|(name, shape, values)| {
-            let (dt, bytes) = dtype.encode(&values);
-            (name, shape, dt, bytes)
-        })
-        .collect();
+    let encoded = encode(tensors, dtype);
     // Group into shards in order.
     let mut shards: Vec<Vec<usize>> = vec![Vec::new()];
     let mut current = 0u64;

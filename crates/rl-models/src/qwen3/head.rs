@@ -143,11 +143,7 @@ impl<B: Backend> Qwen3<B> {
         entropy: EntropyMode,
         temperature: f32,
     ) -> Result<TokenLogProbs<B>, ModelError> {
-        if !(temperature.is_finite() && temperature > 0.0) {
-            return Err(ModelError::InvalidInput(format!(
-                "log-prob temperature {temperature}: expected a finite number > 0"
-            )));
-        }
+        check_temperature(temperature)?;
         self.token_logprobs_from_chunked(
             input_ids,
             mask,
@@ -334,6 +330,17 @@ impl<B: Backend> Qwen3<B> {
             Some(cat(ents))
         };
         (cat(lps), ent)
+    }
+}
+
+/// A log-prob temperature must be finite and > 0.
+pub(super) fn check_temperature(temperature: f32) -> Result<(), ModelError> {
+    if temperature.is_finite() && temperature > 0.0 {
+        Ok(())
+    } else {
+        Err(ModelError::InvalidInput(format!(
+            "log-prob temperature {temperature}: expected a finite number > 0"
+        )))
     }
 }
 

@@ -29,7 +29,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Bool, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use super::Qwen3;
-use super::head::{chunk_rows, padding_entries, window_index};
+use super::head::{check_temperature, chunk_rows, padding_entries, window_index};
 use super::mask::AttentionMask;
 use crate::error::ModelError;
 use crate::logprobs::{EntropyMode, TokenLogProbs};
@@ -132,11 +132,7 @@ impl<B: AutodiffBackend> Qwen3<B> {
                 .token_logprobs_from_tempered(input_ids, mask, starts, width, entropy, temperature)
                 .map(WindowPass::from);
         }
-        if !(temperature.is_finite() && temperature > 0.0) {
-            return Err(ModelError::InvalidInput(format!(
-                "log-prob temperature {temperature}: expected a finite number > 0"
-            )));
-        }
+        check_temperature(temperature)?;
         let [b, l] = input_ids.dims();
         let (rows, next) = window_index(b, l, starts, width)?;
         let n = b * width;
