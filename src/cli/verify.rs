@@ -6,14 +6,25 @@
 //! "extracted": "..." | null, "source": "boxed|answer_line|…" | null}`, plus `"side"` and
 //! `"reason"` for unparseable answers and `"reason"` for over-budget ones.
 //!
+//! With `--verifier code` the answer is the test cases — a string of JSON, or the JSON object or
+//! array itself — and a line whose tests are usable also carries `"verdict"` (`passed`,
+//! `wrong_answer`, `runtime_error`, `timeout`, `memory`, `syntax_error`, `no_code`, `too_large`,
+//! `sandbox_error`), `"passed"`, `"total"`, `"tests"` (each run test's verdict, in order),
+//! `"detail"` (why it is not `passed`) and, with `reward = "fraction"`, `"score"` (passed /
+//! total; the reward interpolates between the incorrect and correct rewards).
+//!
 //! A malformed line (invalid UTF-8 or JSON, not an object, `response` missing or not a string,
-//! `answer` missing or neither a string nor a number) is reported on stderr as
+//! `answer` missing or neither a string nor a number — nor an object or array for `code`) is
+//! reported on stderr as
 //! `error: line N: field `answer`: …` and gets `{"line": N, "error": "..."}` on stdout, keeping
 //! the alignment; the run continues and the exit code is 2. A blank input line gives a blank
 //! output line. Outcomes (including an unparseable gold answer) are verdicts, not errors: the
 //! summary on stderr counts them by kind, and the exit code is 0 when every line was well formed.
 
-use rl_verifier::{Outcome, OutcomeCounts, RewardMap, Verifier, VerifierConfig};
+use rl_verifier::{
+    CodeVerdict, CodeVerifier, Outcome, OutcomeCounts, RewardMap, Verifier, VerifierConfig,
+};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io, LineError};
@@ -21,15 +32,18 @@ use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io, LineError};
 /// Arguments of `rlvr verify`.
 #[derive(clap::Args, Debug, Default)]
 pub struct VerifyArgs {
-    /// Verifier: dapo (verl math_dapo parity) or math (equivalence). Default: math, or the one
-    /// named in --config.
+    /// Verifier: dapo (verl math_dapo parity), math (equivalence) or code (the response's
+    /// final Python block run against the answer's test cases in the sandbox). Default: math,
+    /// or the one named in --config.
     #[arg(long)]
     pub verifier: Option<String>,
     /// A verifier configuration file (JSON, or TOML when the name ends in .toml), e.g.
-    /// `{"name": "math", "extraction": {"final_number": false}}`.
+    /// `{"name": "math", "extraction": {"final_number": false}}` or
+    /// `{"name": "code", "reward": "fraction", "sandbox": {"limits": {"wall_time": 2}}}`.
     #[arg(long)]
     pub config: Option<std::path::PathBuf>,
-    /// A budget limit KEY=VALUE (repeatable): max_input_bytes, max_depth, max_digits, max_steps.
+    /// A budget limit KEY=VALUE (repeatable): max_input_bytes, max_depth, max_digits, max_steps
+    /// (dapo and math; code is bounded by its sandbox limits).
     #[arg(long, value_name = "KEY=VALUE")]
     pub budget: Vec<String>,
     /// dapo only: verl's strict-box mode (last \boxed{} in the last 100 characters, unnormalised).
@@ -49,17 +63,32 @@ pub struct VerifyArgs {
 
 /// Runs `rlvr verify`.
 pub fn run(args: VerifyArgs, io: &mut Io<'_>) -> i32 {
-    let (verifier, rewards) = match build(&args) {
+    let (checker, rewards) = match build(&args) {
         Ok(v) => v,
         Err(msg) => {
             let _ = writeln!(io.stderr, "error: {msg}");
             return EXIT_BAD_INPUT;
         }
     };
-    stream(verifier.as_ref(), &rewards, io)
+    stream(&checker, &rewards, io)
 }
 
-fn build(args: &VerifyArgs) -> Result<(Box<dyn Verifier>, RewardMap), String> {
+/// The verifier: any through the trait, `code` directly for its per-test report.
+enum Checker {
+    Answer(Box<dyn Verifier>),
+    Code(CodeVerifier),
+}
+
+impl Checker {
+    fn name(&self) -> &'static str {
+        match self {
+            Checker::Answer(v) => v.name(),
+            Checker::Code(v) => v.name(),
+        }
+    }
+}
+
+fn build(args: &VerifyArgs) -> Result<(Checker, RewardMap), String> {
     let mut cfg = match &args.config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -87,7 +116,14 @@ fn build(args: &VerifyArgs) -> Result<(Box<dyn Verifier>, RewardMap), String> {
         let (key, value) = item
             .split_once('=')
             .ok_or_else(|| format!("--budget {item:?}: expected KEY=VALUE"))?;
+        let name = cfg.name();
         cfg.budget_mut()
+            .ok_or_else(|| {
+                format!(
+                    "--budget applies to the dapo and math verifiers; `{name}` is bounded by its \
+                     sandbox limits (set them in --config)"
+                )
+            })?
             .set(key, value)
             .map_err(|e| format!("--budget: {e}"))?;
     }
@@ -116,8 +152,11 @@ fn build(args: &VerifyArgs) -> Result<(Box<dyn Verifier>, RewardMap), String> {
         rewards.over_budget = failed;
     }
     rewards.validate().map_err(|e| e.to_string())?;
-    let verifier = cfg.build().map_err(|e| e.to_string())?;
-    Ok((verifier, rewards))
+    let checker = match &cfg {
+        VerifierConfig::Code(c) => Checker::Code(c.build().map_err(|e| e.to_string())?),
+        _ => Checker::Answer(cfg.build().map_err(|e| e.to_string())?),
+    };
+    Ok((checker, rewards))
 }
 
 /// One well-formed input line.
@@ -126,7 +165,9 @@ struct Pair {
     answer: String,
 }
 
-fn parse_line(bytes: &[u8]) -> Result<Pair, LineError> {
+/// Parses one line; `structured` (the `code` verifier) also accepts an object or array answer,
+/// taken as its JSON text exactly as written (numbers keep every digit).
+fn parse_line(bytes: &[u8], structured: bool) -> Result<Pair, LineError> {
     let text = std::str::from_utf8(bytes).map_err(|e| LineError {
         field: None,
         message: format!("invalid UTF-8: {e}"),
@@ -150,18 +191,61 @@ fn parse_line(bytes: &[u8]) -> Result<Pair, LineError> {
         Some(Value::String(s)) => s.clone(),
         // Ground truths are sometimes stored as numbers; their JSON text is the answer.
         Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Object(_) | Value::Array(_)) if structured => raw_answer(text)?,
+        Some(_) if structured => {
+            return Err(LineError::field(
+                "answer",
+                "expected test cases: a JSON object or array, or a string holding one",
+            ));
+        }
         Some(_) => return Err(LineError::field("answer", "expected a string or a number")),
         None => return Err(LineError::field("answer", "missing")),
     };
     Ok(Pair { response, answer })
 }
 
-fn result_line(verifier: &dyn Verifier, rewards: &RewardMap, pair: &Pair) -> (Value, Outcome) {
-    let v = verifier.verify(&pair.response, &pair.answer);
+/// The `answer` field's JSON text as written in the line.
+fn raw_answer(line: &str) -> Result<String, LineError> {
+    #[derive(serde::Deserialize)]
+    struct Raw<'a> {
+        #[serde(borrow)]
+        answer: &'a RawValue,
+    }
+    serde_json::from_str::<Raw<'_>>(line)
+        .map(|r| r.answer.get().to_string())
+        .map_err(|e| LineError::field("answer", e.to_string()))
+}
+
+/// The output line of one pair, its outcome, and the code verdict (`code` with usable tests).
+fn result_line(
+    checker: &Checker,
+    rewards: &RewardMap,
+    pair: &Pair,
+) -> (Value, Outcome, Option<CodeVerdict>) {
     let mut out = Map::new();
+    let (v, verdict) = match checker {
+        Checker::Answer(verifier) => (verifier.verify(&pair.response, &pair.answer), None),
+        Checker::Code(verifier) => match verifier.check(&pair.response, &pair.answer) {
+            Ok(report) => {
+                let v = report.verification(verifier.config().reward);
+                out.insert("verdict".into(), json!(report.verdict.name()));
+                out.insert("passed".into(), json!(report.passed));
+                out.insert("total".into(), json!(report.total));
+                let tests: Vec<&str> = report.tests.iter().map(|t| t.verdict.name()).collect();
+                out.insert("tests".into(), json!(tests));
+                out.insert("detail".into(), json!(report.detail));
+                if let Some(score) = v.score {
+                    out.insert("score".into(), json!(score));
+                }
+                (v, Some(report.verdict))
+            }
+            // Unusable tests: the same verdict `verify` gives (unparseable gold).
+            Err(_) => (verifier.verify(&pair.response, &pair.answer), None),
+        },
+    };
     out.insert("outcome".into(), json!(v.outcome.name()));
     out.insert("correct".into(), json!(v.is_correct()));
-    out.insert("reward".into(), json!(rewards.reward(&v.outcome)));
+    out.insert("reward".into(), json!(rewards.reward_for(&v)));
     out.insert("extracted".into(), json!(v.extracted));
     out.insert("source".into(), json!(v.source));
     match &v.outcome {
@@ -174,11 +258,13 @@ fn result_line(verifier: &dyn Verifier, rewards: &RewardMap, pair: &Pair) -> (Va
         }
         Outcome::Correct | Outcome::Incorrect => {}
     }
-    (Value::Object(out), v.outcome)
+    (Value::Object(out), v.outcome, verdict)
 }
 
-fn stream(verifier: &dyn Verifier, rewards: &RewardMap, io: &mut Io<'_>) -> i32 {
+fn stream(checker: &Checker, rewards: &RewardMap, io: &mut Io<'_>) -> i32 {
+    let structured = matches!(checker, Checker::Code(_));
     let mut counts = OutcomeCounts::default();
+    let mut verdicts = [0usize; CodeVerdict::ALL.len()];
     let mut failed = 0usize;
     let mut line_no = 0usize;
     let mut buf = Vec::new();
@@ -198,10 +284,15 @@ fn stream(verifier: &dyn Verifier, rewards: &RewardMap, io: &mut Io<'_>) -> i32 
         let written = if line.iter().all(u8::is_ascii_whitespace) {
             writeln!(io.stdout)
         } else {
-            match parse_line(line) {
+            match parse_line(line, structured) {
                 Ok(pair) => {
-                    let (out, outcome) = result_line(verifier, rewards, &pair);
+                    let (out, outcome, verdict) = result_line(checker, rewards, &pair);
                     counts.record(&outcome);
+                    if let Some(k) =
+                        verdict.and_then(|v| CodeVerdict::ALL.iter().position(|&a| a == v))
+                    {
+                        verdicts[k] += 1;
+                    }
                     writeln!(io.stdout, "{out}")
                 }
                 Err(e) => {
@@ -219,10 +310,21 @@ fn stream(verifier: &dyn Verifier, rewards: &RewardMap, io: &mut Io<'_>) -> i32 
             return EXIT_FAILURE;
         }
     }
+    let code_summary = if structured {
+        let parts: Vec<String> = CodeVerdict::ALL
+            .iter()
+            .zip(verdicts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(v, n)| format!("{} {n}", v.name()))
+            .collect();
+        format!("; verdicts: {}", parts.join(", "))
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         io.stderr,
-        "rlvr verify ({}): {line_no} lines, {failed} rejected; {counts}",
-        verifier.name()
+        "rlvr verify ({}): {line_no} lines, {failed} rejected; {counts}{code_summary}",
+        checker.name()
     );
     if failed > 0 { EXIT_BAD_INPUT } else { EXIT_OK }
 }
@@ -362,7 +464,14 @@ mod tests {
         assert!(lines[0]["reason"].as_str().unwrap().contains("max_digits"));
 
         for (bad, needle) in [
-            (args("sympy"), "valid names: dapo, math"),
+            (args("sympy"), "valid names: code, dapo, math"),
+            (
+                VerifyArgs {
+                    budget: vec!["max_steps=10".into()],
+                    ..args("code")
+                },
+                "sandbox limits",
+            ),
             (
                 VerifyArgs {
                     budget: vec!["max_stepz=1".into()],
@@ -416,5 +525,97 @@ mod tests {
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(err.contains("contradicts"), "{err}");
         std::fs::remove_dir_all(&dir).ok();
+    }
+    /// False (with the reason on stderr) where the sandbox cannot run here, outside CI.
+    fn sandbox_available() -> bool {
+        match rl_verifier::CodeConfig::default().build() {
+            Ok(_) => true,
+            Err(e) if std::env::var("CI").as_deref() != Ok("true") => {
+                eprintln!("skipping: {e}");
+                false
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn code_lines_carry_verdicts_tests_and_graded_rewards() {
+        if !sandbox_available() {
+            return;
+        }
+        let double = "```python\\nprint(int(input()) * 2)\\n```";
+        let plus = "```python\\nprint(int(input()) + 2)\\n```";
+        let tests = r#"{"inputs": ["2", "5"], "outputs": ["4", "10"]}"#;
+        let lines = [
+            // The tests as an object, as a string of JSON, as an array (asserts).
+            format!(r#"{{"response": "{double}", "answer": {tests}}}"#),
+            format!(r#"{{"response": "{plus}", "answer": {}}}"#, json!(tests)),
+            r#"{"response": "```python\ndef f(x):\n    return x + 1\n```", "answer": ["assert f(1) == 2", "assert f(2) == 3"]}"#.to_string(),
+            r#"{"response": "no code", "answer": [{"input": "1", "output": "1"}]}"#.to_string(),
+            r#"{"response": "```python\nprint(1)\n```", "answer": "not json"}"#.to_string(),
+            r#"{"response": "```python\nprint(1)\n```", "answer": true}"#.to_string(),
+            // 25! + 1 is not 25!: the answer's digits reach the program unrounded.
+            r#"{"response": "```python\nimport math\ndef f(n):\n    return math.factorial(n)\n```", "answer": {"fn_name": "f", "inputs": [[25]], "outputs": [15511210043330985984000001]}}"#.to_string(),
+            r#"{"response": "```python\nwhile True:\n    pass\n```", "answer": [{"input": "", "output": "1"}]}"#.to_string(),
+        ];
+        let input = lines.join("\n") + "\n";
+        let dir = std::env::temp_dir().join(format!("rlvr-verify-code-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("code.toml");
+        std::fs::write(
+            &path,
+            "name = \"code\"\nreward = \"fraction\"\n[sandbox.limits]\nwall_time = 2\ncpu_time = 1\n",
+        )
+        .unwrap();
+        let a = VerifyArgs {
+            config: Some(path),
+            reward_incorrect: Some(-1.0),
+            ..VerifyArgs::default()
+        };
+        let (code, out, err) = run_with(a, &input);
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(code, EXIT_BAD_INPUT, "{err}");
+        assert_eq!(out.len(), lines.len(), "{out:?}");
+        assert_eq!(out[0]["outcome"], "correct");
+        assert_eq!(out[0]["verdict"], "passed");
+        assert_eq!(
+            (out[0]["passed"].as_u64(), out[0]["total"].as_u64()),
+            (Some(2), Some(2))
+        );
+        assert_eq!(out[0]["tests"], json!(["passed", "passed"]));
+        assert_eq!(out[0]["source"], "code_block");
+        assert_eq!(out[0]["reward"], 1.0);
+        // n + 2: 4 passes (n = 2), 7 != 10 fails: fraction 1/2, reward -1 + 0.5 * 2 = 0.
+        assert_eq!(out[1]["outcome"], "incorrect");
+        assert_eq!(out[1]["verdict"], "wrong_answer");
+        assert_eq!(out[1]["tests"], json!(["passed", "wrong_answer"]));
+        assert_eq!(out[1]["score"], 0.5);
+        assert_eq!(out[1]["reward"], 0.0);
+        assert!(
+            out[1]["detail"].as_str().unwrap().starts_with("test 1: "),
+            "{}",
+            out[1]
+        );
+        assert_eq!(out[2]["verdict"], "passed");
+        assert_eq!(out[3]["outcome"], "unparseable");
+        assert_eq!(out[3]["side"], "response");
+        assert_eq!(out[3]["verdict"], "no_code");
+        assert_eq!(out[3]["reward"], -1.0);
+        assert_eq!(out[4]["outcome"], "unparseable");
+        assert_eq!(out[4]["side"], "gold");
+        assert!(out[4].get("verdict").is_none());
+        assert_eq!(out[5]["line"], 6);
+        assert!(
+            out[5]["error"].as_str().unwrap().contains("test cases"),
+            "{}",
+            out[5]
+        );
+        assert_eq!(out[6]["verdict"], "wrong_answer");
+        assert_eq!(out[7]["verdict"], "timeout");
+        assert!(err.contains("error: line 6: field `answer`"), "{err}");
+        assert!(
+            err.contains("verdicts: passed 2, wrong_answer 2, timeout 1, no_code 1"),
+            "{err}"
+        );
     }
 }

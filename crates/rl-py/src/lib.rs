@@ -3,8 +3,9 @@
 //! Thin pyo3 bindings over two burn-free crates; no behaviour of its own beyond argument
 //! checking, the thread pool of `verify_batch` and verl's `pause_tokens_index` window:
 //!
-//! * [`rl_verifier`]: `verify`, `verify_batch` (releases the GIL, scoped worker threads) and
-//!   `math_dapo_score` (verl's `math_dapo.compute_score` dict);
+//! * [`rl_verifier`]: `verify`, `verify_batch` (releases the GIL, scoped worker threads),
+//!   `verify_code` (the `code` verifier's per-test report; GIL released, one cached sandbox per
+//!   configuration) and `math_dapo_score` (verl's `math_dapo.compute_score` dict);
 //! * [`rl_advantage`]: `group_advantages` over numpy arrays and `theory` (Theorem 3.1).
 //!
 //! Every failure on user input is a Python `TypeError` or `ValueError` with a message naming
@@ -15,6 +16,8 @@
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
 
 use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -26,8 +29,8 @@ use rl_advantage::{
 };
 use rl_verifier::dapo::{self, INVALID, SOLUTION_TAIL_CHARS, STRICT_BOX_TAIL_CHARS};
 use rl_verifier::{
-    AnswerSource, Budget, Outcome as RsOutcome, VERIFIER_NAMES, Verification, Verifier,
-    VerifierConfig,
+    AnswerSource, Budget, CodeConfig, CodeReward, CodeVerifier, Outcome as RsOutcome, RewardMap,
+    VERIFIER_NAMES, Verification, Verifier, VerifierConfig,
 };
 
 /// Stack of each `verify_batch` worker. Recursion is bounded by `max_depth` (≤ 200), which
@@ -101,8 +104,8 @@ fn bool_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
     }
 }
 
-/// The verifier named `verifier` with its options: budget fields for both, `strict_box` and
-/// `gold_in_box` for `dapo`.
+/// The verifier named `verifier` with its options: budget fields for `dapo` and `math`,
+/// `strict_box` and `gold_in_box` for `dapo`; none for `code` (`verify_code` takes its options).
 fn verifier_config(
     verifier: &str,
     options: Option<&Bound<'_, PyDict>>,
@@ -111,6 +114,13 @@ fn verifier_config(
     if let Some(options) = options {
         for (key, value) in options.iter() {
             let key: String = key.extract()?;
+            if let VerifierConfig::Code(_) = cfg {
+                return Err(PyTypeError::new_err(format!(
+                    "unexpected keyword argument '{key}' for verifier 'code': it takes no \
+                     options here; use rlvr.verify_code(response, tests, ...) for its limits \
+                     and reward mode"
+                )));
+            }
             match (key.as_str(), &mut cfg) {
                 ("strict_box", VerifierConfig::Dapo(c)) => {
                     c.strict_box = bool_arg(&value, "strict_box")?
@@ -120,14 +130,14 @@ fn verifier_config(
                 }
                 (field, cfg) if Budget::FIELDS.contains(&field) => {
                     let n = count_arg(&value, field)?;
-                    cfg.budget_mut()
-                        .set(field, &n.to_string())
-                        .map_err(value_error)?;
+                    if let Some(budget) = cfg.budget_mut() {
+                        budget.set(field, &n.to_string()).map_err(value_error)?;
+                    }
                 }
                 (other, cfg) => {
                     let extra = match cfg {
                         VerifierConfig::Dapo(_) => ", strict_box, gold_in_box",
-                        VerifierConfig::Math(_) => "",
+                        VerifierConfig::Math(_) | VerifierConfig::Code(_) => "",
                     };
                     return Err(PyTypeError::new_err(format!(
                         "unexpected keyword argument '{other}' for verifier '{}'; accepted: {}{extra}",
@@ -148,6 +158,38 @@ fn source_name(source: AnswerSource) -> &'static str {
         AnswerSource::MathDelimiters => "math_delimiters",
         AnswerSource::WholeResponse => "whole_response",
         AnswerSource::FinalNumber => "final_number",
+        AnswerSource::CodeBlock => "code_block",
+    }
+}
+
+/// One `code` verifier per configuration, built once and shared by every thread: its sandbox
+/// pools the runs (`sandbox.concurrency` at once).
+static CODE_VERIFIERS: LazyLock<Mutex<HashMap<String, Arc<CodeVerifier>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The cached verifier of `cfg`, built (the sandbox checked and created) on first use.
+fn code_verifier(cfg: &CodeConfig) -> Result<Arc<CodeVerifier>, String> {
+    // Debug output names every field: equal configurations, equal keys.
+    let key = format!("{cfg:?}");
+    let mut cache = CODE_VERIFIERS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(v) = cache.get(&key) {
+        return Ok(Arc::clone(v));
+    }
+    let v = Arc::new(cfg.build().map_err(|e| e.to_string())?);
+    cache.insert(key, Arc::clone(&v));
+    Ok(v)
+}
+
+/// The verifier of `cfg`: `code` from the cache, the others built (cheap).
+fn build_verifier(py: Python<'_>, cfg: &VerifierConfig) -> PyResult<Arc<dyn Verifier>> {
+    match cfg {
+        VerifierConfig::Code(c) => {
+            let v = py
+                .detach(|| code_verifier(c))
+                .map_err(PyValueError::new_err)?;
+            Ok(v)
+        }
+        other => Ok(Arc::from(other.build().map_err(value_error)?)),
     }
 }
 
@@ -296,7 +338,7 @@ fn verify(
     let answer = string_arg(answer, "answer")?;
     let response = string_arg(response, "response")?;
     let cfg = verifier_config(verifier, options)?;
-    let checker = cfg.build().map_err(value_error)?;
+    let checker = build_verifier(py, &cfg)?;
     let v = py.detach(|| checker.verify(&response, &answer));
     Ok(Outcome::from_verification(v, &cfg))
 }
@@ -400,7 +442,7 @@ fn verify_batch(
         },
     };
     let cfg = verifier_config(verifier, options)?;
-    let checker = cfg.build().map_err(value_error)?;
+    let checker = build_verifier(py, &cfg)?;
     let results = py
         .detach(|| verify_parallel(checker.as_ref(), &answers, &responses, threads))
         .map_err(PyRuntimeError::new_err)?;
@@ -408,6 +450,187 @@ fn verify_batch(
         .into_iter()
         .map(|v| Outcome::from_verification(v, &cfg))
         .collect())
+}
+
+/// `verify_code`'s verdicts: the `code` verifier's, plus `bad_tests` for unusable test cases.
+const CODE_VERDICTS: [&str; 10] = [
+    "passed",
+    "wrong_answer",
+    "runtime_error",
+    "timeout",
+    "memory",
+    "syntax_error",
+    "no_code",
+    "too_large",
+    "sandbox_error",
+    "bad_tests",
+];
+
+/// The result of `verify_code`.
+///
+/// `verdict` is one of `CODE_VERDICTS`; `kind` the outcome kind as in `Outcome`; `passed` and
+/// `total` count tests (all-or-nothing: the tests before the first failure pass); `tests` holds
+/// each run test's verdict in order; `reward` is 1 when every test passed, passed/total with
+/// `reward="fraction"`, else 0; `score` is passed/total with `reward="fraction"`; `detail` says
+/// why the verdict is not `passed`; `code` is the code block that was checked.
+#[pyclass(frozen, eq, module = "rlvr", name = "CodeResult")]
+#[derive(Clone, Debug, PartialEq)]
+struct CodeResult {
+    #[pyo3(get)]
+    verdict: String,
+    #[pyo3(get)]
+    kind: String,
+    #[pyo3(get)]
+    correct: bool,
+    #[pyo3(get)]
+    passed: usize,
+    #[pyo3(get)]
+    total: usize,
+    #[pyo3(get)]
+    reward: f64,
+    #[pyo3(get)]
+    score: Option<f64>,
+    #[pyo3(get)]
+    tests: Vec<String>,
+    #[pyo3(get)]
+    detail: String,
+    #[pyo3(get)]
+    code: Option<String>,
+}
+
+#[pymethods]
+impl CodeResult {
+    fn __bool__(&self) -> bool {
+        self.correct
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "CodeResult(verdict={:?}, passed={}, total={}, reward={:?}, tests={:?}, detail={:?})",
+            self.verdict, self.passed, self.total, self.reward, self.tests, self.detail
+        )
+    }
+}
+
+/// Seconds as a `Duration`, or a ValueError naming the argument.
+fn seconds_arg(value: f64, what: &str) -> PyResult<Duration> {
+    if value.is_finite() && value > 0.0 {
+        Duration::try_from_secs_f64(value).map_err(value_error)
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{what} must be a positive number of seconds, got {value}"
+        )))
+    }
+}
+
+/// The test cases: a `str` of JSON, or a dict / list serialised with Python's `json.dumps`
+/// (which keeps big integers exact).
+fn tests_arg(py: Python<'_>, tests: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = tests.cast::<PyString>() {
+        return Ok(s.to_str()?.to_owned());
+    }
+    if tests.is_instance_of::<PyDict>() || tests.is_instance_of::<pyo3::types::PyList>() {
+        let dumps = py.import("json")?.getattr("dumps")?;
+        return dumps
+            .call1((tests,))?
+            .extract::<String>()
+            .map_err(|_| PyTypeError::new_err("tests could not be serialised to JSON"));
+    }
+    Err(PyTypeError::new_err(format!(
+        "tests must be str (JSON), dict or list, got {}",
+        type_name(tests)
+    )))
+}
+
+/// verify_code(response, tests, *, reward="all_or_nothing", wall_time=None, cpu_time=None,
+/// memory_mb=None, max_tests=None, concurrency=None, float_tolerance=None) -> CodeResult
+///
+/// Runs the response's final Python code block against the test cases in the sandbox. See
+/// `rlvr.verify_code` (python/rlvr/__init__.py) for the documentation.
+#[pyfunction]
+#[pyo3(signature = (response, tests, *, reward="all_or_nothing", wall_time=None, cpu_time=None,
+                    memory_mb=None, max_tests=None, concurrency=None, float_tolerance=None))]
+#[allow(clippy::too_many_arguments)]
+fn verify_code(
+    py: Python<'_>,
+    response: &Bound<'_, PyAny>,
+    tests: &Bound<'_, PyAny>,
+    reward: &str,
+    wall_time: Option<f64>,
+    cpu_time: Option<f64>,
+    memory_mb: Option<&Bound<'_, PyAny>>,
+    max_tests: Option<&Bound<'_, PyAny>>,
+    concurrency: Option<&Bound<'_, PyAny>>,
+    float_tolerance: Option<f64>,
+) -> PyResult<CodeResult> {
+    let response = string_arg(response, "response")?;
+    let gold = tests_arg(py, tests)?;
+    let mut cfg = CodeConfig {
+        reward: CodeReward::from_name(reward).map_err(value_error)?,
+        ..CodeConfig::default()
+    };
+    if let Some(t) = wall_time {
+        cfg.sandbox.limits.wall_time = seconds_arg(t, "wall_time")?;
+    }
+    if let Some(t) = cpu_time {
+        cfg.sandbox.limits.cpu_time = seconds_arg(t, "cpu_time")?;
+    }
+    if let Some(m) = memory_mb.filter(|m| !m.is_none()) {
+        let mb = count_arg(m, "memory_mb")?;
+        if mb == 0 {
+            return Err(PyValueError::new_err("memory_mb must be >= 1, got 0"));
+        }
+        cfg.sandbox.limits.memory_bytes = mb.saturating_mul(1 << 20);
+    }
+    if let Some(n) = max_tests.filter(|n| !n.is_none()) {
+        cfg.max_tests = usize::try_from(count_arg(n, "max_tests")?).unwrap_or(usize::MAX);
+    }
+    if let Some(n) = concurrency.filter(|n| !n.is_none()) {
+        cfg.sandbox.concurrency =
+            usize::try_from(count_arg(n, "concurrency")?).unwrap_or(usize::MAX);
+    }
+    if let Some(t) = float_tolerance {
+        cfg.float_tolerance = t;
+    }
+    cfg.validate().map_err(value_error)?;
+    let verifier = py
+        .detach(|| code_verifier(&cfg))
+        .map_err(PyValueError::new_err)?;
+    let checked = py.detach(|| verifier.check(&response, &gold));
+    let rewards = RewardMap::binary();
+    Ok(match checked {
+        Ok(report) => {
+            let v = report.verification(cfg.reward);
+            CodeResult {
+                verdict: report.verdict.name().to_string(),
+                kind: v.outcome.kind().name().to_string(),
+                correct: v.is_correct(),
+                passed: report.passed,
+                total: report.total,
+                reward: rewards.reward_for(&v),
+                score: v.score,
+                tests: report
+                    .tests
+                    .iter()
+                    .map(|t| t.verdict.name().to_string())
+                    .collect(),
+                detail: report.detail,
+                code: report.code,
+            }
+        }
+        Err(bad) => CodeResult {
+            verdict: "bad_tests".into(),
+            kind: "unparseable_gold".into(),
+            correct: false,
+            passed: 0,
+            total: 0,
+            reward: 0.0,
+            score: None,
+            tests: Vec::new(),
+            detail: bad.reason,
+            code: None,
+        },
+    })
 }
 
 /// Python's `s[k:]` on characters (Unicode scalar values), negative `k` counting from the end.
@@ -812,8 +1035,11 @@ fn _rlvr(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERIFIERS", VERIFIER_NAMES.to_vec())?;
     m.add("ESTIMATORS", ESTIMATOR_NAMES.to_vec())?;
     m.add("OUTCOME_KINDS", KIND_NAMES.to_vec())?;
+    m.add("CODE_VERDICTS", CODE_VERDICTS.to_vec())?;
     m.add_class::<Outcome>()?;
+    m.add_class::<CodeResult>()?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_code, m)?)?;
     m.add_function(wrap_pyfunction!(verify_batch, m)?)?;
     m.add_function(wrap_pyfunction!(math_dapo_score, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_final_answer, m)?)?;

@@ -23,4 +23,11 @@ pub enum ConfigError {
         /// What is accepted.
         expected: &'static str,
     },
+    /// The `code` verifier's sandbox cannot be created here (a missing kernel facility or
+    /// interpreter, or an unusable sandbox setting); `reason` names what is missing.
+    #[error("the code verifier's sandbox cannot be created: {reason}")]
+    Sandbox {
+        /// The sandbox's own error, naming what is missing and what would fix it.
+        reason: String,
+    },
 }

@@ -5,19 +5,22 @@
 //! ## Verifiers ([`Verifier`], built by name with [`VerifierConfig::from_name`])
 //!
 //! Every check returns a typed [`Outcome`] — `Correct`, `Incorrect`, `Unparseable { side,
-//! reason }` or `OverBudget { what }` — plus the extracted prediction. Work is bounded by an
-//! explicit [`Budget`] (input bytes, nesting depth, digits, steps): no threads, signals or
-//! timeouts. [`OutcomeCounts`] counts outcomes by kind (mergeable across workers) so that a
+//! reason }` or `OverBudget { what }` — plus the extracted prediction. For `dapo` and `math`,
+//! work is bounded by an explicit [`Budget`] (input bytes, nesting depth, digits, steps): no
+//! threads, signals or timeouts. `code` runs programs in a sandbox (`rl-sandbox`) and is the
+//! one verifier that blocks: up to (1 + tests) × the per-run wall-clock limit per call. [`OutcomeCounts`] counts outcomes by kind (mergeable across workers) so that a
 //! verifier failure shows up as a failure, not as a silent 0.
 //!
 //! | name | behaviour | reference |
 //! |---|---|---|
 //! | `dapo` | verl's `math_dapo`: last 300 chars, last `(?i)Answer\s*:\s*(.+)` match, `normalize_final_answer`, exact string equality; strict-box mode | [`dapo`] |
+//! | `code` | the final fenced Python block run against test cases (stdin/stdout, call-based, asserts) in the sandbox; typed verdicts ([`CodeVerdict`]); all-or-nothing or fraction-of-tests rewards | [`code`] |
 //! | `math` | math-verify–style equivalence: boxed / answer-line / `$…$` / final-number extraction, a LaTeX + plain-text parser, exact big-rational arithmetic, balls for irrationals, seeded random points for free variables | [`math`] |
 //!
 //! ## Rewards
 //!
-//! * [`RewardMap`]: outcome → reward (`binary` 1/0, `signed` +1/−1, or any values per outcome).
+//! * [`RewardMap`]: outcome → reward (`binary` 1/0, `signed` +1/−1, or any values per outcome);
+//!   [`RewardMap::reward_for`] also reads a graded [`Verification::score`] (fraction of tests).
 //! * [`RewardConfig`] / [`WeightedSum`]: Σ wᵢ·rᵢ over correctness and format terms
 //!   ([`FormatCheck`]), keeping every term's value for logging.
 //! * [`OverlongPolicy`] (reward shaping, lengths in tokens from the sampler via
@@ -43,6 +46,7 @@
 //! ```
 
 mod budget;
+pub mod code;
 pub mod combine;
 pub mod dapo;
 mod error;
@@ -54,6 +58,10 @@ mod shaping;
 mod verifier;
 
 pub use budget::Budget;
+pub use code::{
+    BadTests, CodeConfig, CodeReport, CodeReward, CodeVerdict, CodeVerifier, TestResult,
+    TestVerdict,
+};
 pub use combine::{
     ComponentScore, ComponentValue, Correctness, FORMAT_CHECK_NAMES, FormatCheck, FormatReward,
     RewardBreakdown, RewardConfig, RewardFunction, RewardKind, WeightedReward, WeightedSum,

@@ -132,10 +132,12 @@ pub enum AnswerSource {
     WholeResponse,
     /// The last number in the text (the configurable fallback).
     FinalNumber,
+    /// The response's final fenced code block (the `code` verifier).
+    CodeBlock,
 }
 
 /// The result of one verification: the verdict and what was extracted.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verification {
     /// The verdict.
     pub outcome: Outcome,
@@ -144,6 +146,11 @@ pub struct Verification {
     pub extracted: Option<String>,
     /// Where in the response the answer was found, when one was found.
     pub source: Option<AnswerSource>,
+    /// A graded score in [0, 1] behind a correct or incorrect verdict, for verifiers that have
+    /// one: the fraction of tests passed for `code` with `reward = "fraction"`; `None`
+    /// otherwise. [`crate::RewardMap::reward_for`] uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
 }
 
 impl Verification {
@@ -153,6 +160,7 @@ impl Verification {
             outcome,
             extracted: None,
             source: None,
+            score: None,
         }
     }
 

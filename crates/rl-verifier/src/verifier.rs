@@ -5,18 +5,25 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::code::CodeConfig;
 use crate::dapo::DapoConfig;
 use crate::math::MathConfig;
 use crate::{Budget, ConfigError, RewardMap, Verification};
 
 /// Names accepted by [`VerifierConfig::from_name`], in registry order.
-pub const VERIFIER_NAMES: [&str; 2] = ["dapo", "math"];
+pub const VERIFIER_NAMES: [&str; 3] = ["code", "dapo", "math"];
 
 /// Checks a model response against a gold answer.
 ///
-/// `verify` never panics and never blocks: every input, however large or malformed, gets an
-/// [`crate::Outcome`] within the verifier's [`Budget`]. The gold answer is the second argument
-/// (and is examined first): verification is not symmetric.
+/// `verify` never panics: every input, however large or malformed, gets an
+/// [`crate::Outcome`]. The gold answer is the second argument (and is examined first):
+/// verification is not symmetric.
+///
+/// `dapo` and `math` never block: their work is bounded by a [`Budget`], without threads,
+/// signals or timeouts. **`code` is the exception**: it runs the response's program in a
+/// sandbox, so a call blocks for up to (1 + tests) × the per-run wall-clock limit plus process
+/// start-up (and any wait for a free sandbox slot while other threads share the verifier); see
+/// [`crate::code`]. Call it from a thread that may block (not an async executor's).
 pub trait Verifier: Send + Sync + fmt::Debug {
     /// Registry name.
     fn name(&self) -> &'static str;
@@ -30,6 +37,8 @@ pub trait Verifier: Send + Sync + fmt::Debug {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "name", rename_all = "snake_case")]
 pub enum VerifierConfig {
+    /// Programs run against test cases in a sandbox ([`crate::code`]).
+    Code(CodeConfig),
     /// verl `math_dapo` parity ([`crate::dapo`]).
     Dapo(DapoConfig),
     /// Mathematical equivalence ([`crate::math`]).
@@ -41,6 +50,7 @@ impl VerifierConfig {
     /// [`VERIFIER_NAMES`].
     pub fn from_name(name: &str) -> Result<Self, ConfigError> {
         match name {
+            "code" => Ok(VerifierConfig::Code(CodeConfig::default())),
             "dapo" => Ok(VerifierConfig::Dapo(DapoConfig::default())),
             "math" => Ok(VerifierConfig::Math(MathConfig::default())),
             other => Err(ConfigError::UnknownName {
@@ -54,39 +64,46 @@ impl VerifierConfig {
     /// The registry name.
     pub fn name(&self) -> &'static str {
         match self {
+            VerifierConfig::Code(_) => "code",
             VerifierConfig::Dapo(_) => "dapo",
             VerifierConfig::Math(_) => "math",
         }
     }
 
-    /// The budget.
-    pub fn budget(&self) -> &Budget {
+    /// The budget (`dapo`, `math`; `code` is bounded by its sandbox limits instead).
+    pub fn budget(&self) -> Option<&Budget> {
         match self {
-            VerifierConfig::Dapo(c) => &c.budget,
-            VerifierConfig::Math(c) => &c.budget,
+            VerifierConfig::Code(_) => None,
+            VerifierConfig::Dapo(c) => Some(&c.budget),
+            VerifierConfig::Math(c) => Some(&c.budget),
         }
     }
 
-    /// The budget, for editing.
-    pub fn budget_mut(&mut self) -> &mut Budget {
+    /// The budget, for editing (`None` for `code`).
+    pub fn budget_mut(&mut self) -> Option<&mut Budget> {
         match self {
-            VerifierConfig::Dapo(c) => &mut c.budget,
-            VerifierConfig::Math(c) => &mut c.budget,
+            VerifierConfig::Code(_) => None,
+            VerifierConfig::Dapo(c) => Some(&mut c.budget),
+            VerifierConfig::Math(c) => Some(&mut c.budget),
         }
     }
 
     /// The reward mapping the verifier's reference implementation uses: +1/−1 for `dapo`
-    /// (verl's `compute_score`), 1/0 for `math` (math-verify as TRL uses it).
+    /// (verl's `compute_score`), 1/0 for `math` (math-verify as TRL uses it) and for `code`
+    /// (pass/fail; with `reward = "fraction"`, [`RewardMap::reward_for`] interpolates).
     pub fn default_rewards(&self) -> RewardMap {
         match self {
+            VerifierConfig::Code(_) => RewardMap::binary(),
             VerifierConfig::Dapo(_) => RewardMap::signed(),
             VerifierConfig::Math(_) => RewardMap::binary(),
         }
     }
 
-    /// Validates the configuration and builds the verifier.
+    /// Validates the configuration and builds the verifier (`code`: creates its sandbox, an
+    /// error naming what is missing when it cannot be created).
     pub fn build(&self) -> Result<Box<dyn Verifier>, ConfigError> {
         Ok(match self {
+            VerifierConfig::Code(c) => Box::new(c.build()?),
             VerifierConfig::Dapo(c) => Box::new(c.build()?),
             VerifierConfig::Math(c) => Box::new(c.clone().build()?),
         })

@@ -198,8 +198,10 @@ fn math_corpus() {
 // Robustness: adversarial inputs finish with a verdict or OverBudget, never a panic or a hang
 // ---------------------------------------------------------------------------------------------
 
+/// The answer verifiers (`code` runs programs and has its own tests in tests/code.rs).
 fn both() -> Vec<Box<dyn Verifier>> {
-    VERIFIER_NAMES
+    assert!(VERIFIER_NAMES.contains(&"dapo") && VERIFIER_NAMES.contains(&"math"));
+    ["dapo", "math"]
         .iter()
         .map(|n| VerifierConfig::from_name(n).unwrap().build().unwrap())
         .collect()
@@ -511,7 +513,17 @@ fn configs_round_trip_through_json_and_toml() {
         strict_box: true,
         ..DapoConfig::default()
     };
-    for cfg in [VerifierConfig::Math(math), VerifierConfig::Dapo(dapo)] {
+    let mut code = CodeConfig {
+        reward: CodeReward::Fraction,
+        max_tests: 7,
+        ..CodeConfig::default()
+    };
+    code.sandbox.limits.wall_time = std::time::Duration::from_millis(1500);
+    for cfg in [
+        VerifierConfig::Math(math),
+        VerifierConfig::Dapo(dapo),
+        VerifierConfig::Code(code),
+    ] {
         let json = serde_json::to_string(&cfg).unwrap();
         assert_eq!(
             serde_json::from_str::<VerifierConfig>(&json).unwrap(),
@@ -528,8 +540,9 @@ fn configs_round_trip_through_json_and_toml() {
     // Defaults fill missing fields; the tag selects the verifier.
     let c: VerifierConfig =
         serde_json::from_str(r#"{"name": "math", "budget": {"max_depth": 20}}"#).unwrap();
-    assert_eq!(c.budget().max_depth, 20);
-    assert_eq!(c.budget().max_steps, Budget::default().max_steps);
+    assert_eq!(c.budget().unwrap().max_depth, 20);
+    assert_eq!(c.budget().unwrap().max_steps, Budget::default().max_steps);
+    assert_eq!(VerifierConfig::from_name("code").unwrap().budget(), None);
     // Unknown names and fields are errors that say what is valid.
     let err = VerifierConfig::from_name("sympy").unwrap_err().to_string();
     assert!(err.contains("sympy") && err.contains("dapo, math"), "{err}");

@@ -1,9 +1,11 @@
-"""rlvr: bounded math verifiers and group advantage estimators, in Rust.
+"""rlvr: bounded math verifiers, a sandboxed code verifier and group advantage estimators, in Rust.
 
 The verifiers are rl-verifier's (`math`: math-verify-style equivalence with exact arithmetic;
 `dapo`: verl's ``math_dapo`` scorer character for character). Their work is bounded by a budget
 (input bytes, nesting depth, digits, steps) instead of signals or timeouts, so they are safe in
-threads, asyncio, Ray and worker processes, and never hang. The advantage estimators are
+threads, asyncio, Ray and worker processes, and never hang. `code` (:func:`verify_code`) runs
+the response's final Python block against test cases in rl-sandbox, with the GIL released and
+each run bounded by its wall-clock limit. The advantage estimators are
 rl-advantage's (GRPO, Dr. GRPO, RLOO, DAPO, DA3PO) over numpy arrays with explicit group ids.
 
 Adapters (pure Python, imported on demand, no torch import at module load):
@@ -20,9 +22,11 @@ from typing import NamedTuple, Optional, Union
 
 from . import _rlvr
 from ._rlvr import (
+    CODE_VERDICTS,
     ESTIMATORS,
     OUTCOME_KINDS,
     VERIFIERS,
+    CodeResult,
     Outcome,
     __version__,
     math_dapo_score,
@@ -31,10 +35,12 @@ from ._rlvr import (
 )
 
 __all__ = [
+    "CODE_VERDICTS",
     "ESTIMATORS",
     "OUTCOME_KINDS",
     "VERIFIERS",
     "Amplification",
+    "CodeResult",
     "GroupAdvantages",
     "Outcome",
     "__version__",
@@ -43,6 +49,7 @@ __all__ = [
     "theory",
     "verify",
     "verify_batch",
+    "verify_code",
 ]
 
 
@@ -150,3 +157,62 @@ def theory(group_size: int, p: float) -> Amplification:
     for incorrect ones, gamma = alpha_plus/alpha_minus (< 1 exactly when p < 1/2).
     """
     return Amplification(*_rlvr.theory(group_size, p))
+
+
+def verify_code(
+    response: str,
+    tests,
+    *,
+    reward: str = "all_or_nothing",
+    wall_time: Optional[float] = None,
+    cpu_time: Optional[float] = None,
+    memory_mb: Optional[int] = None,
+    max_tests: Optional[int] = None,
+    concurrency: Optional[int] = None,
+    float_tolerance: Optional[float] = None,
+) -> CodeResult:
+    """Run a response's final Python code block against test cases in the sandbox.
+
+    Args:
+        response: the model's response; its last fenced Python block (```python, ```py or a
+            bare ```) is the program. An unterminated last fence runs to the end.
+        tests: the test cases, as JSON text or as the dict / list itself:
+            ``{"inputs": [...], "outputs": [...]}`` (APPS / TACO / LiveCodeBench; stdin ->
+            stdout, or call-based with ``"fn_name"``), a list of ``{"input", "output"}``, or
+            assert-style ``{"asserts": [...], "setup": "..."}`` / a list of assert strings.
+        reward: ``all_or_nothing`` (stop at the first failure; reward 1 or 0) or ``fraction``
+            (run every test; reward = passed / total).
+        wall_time, cpu_time: seconds per run (defaults 4 and 2); memory_mb: address space per
+            run (default 512); max_tests: tests run at most (default 32); concurrency: runs at
+            once (default 2); float_tolerance: for numbers that are not both integers
+            (default 1e-6).
+
+    Every run (the syntax check, then each test) is its own sandboxed process, so a call takes
+    at most (1 + tests) x wall_time plus start-up. The GIL is released while the programs run,
+    and one sandbox per configuration is shared by all threads: calling from many threads at
+    once is safe.
+
+    Returns:
+        :class:`CodeResult`: ``verdict`` (one of ``CODE_VERDICTS``: ``passed``,
+        ``wrong_answer``, ``runtime_error``, ``timeout``, ``memory``, ``syntax_error``,
+        ``no_code``, ``too_large``, ``sandbox_error``, or ``bad_tests`` when the tests are
+        unusable), ``kind`` (as :class:`Outcome`), ``correct``, ``passed``, ``total``,
+        ``reward``, ``score`` (passed / total with ``reward="fraction"``), ``tests`` (each run
+        test's verdict), ``detail`` (why it is not ``passed``) and ``code``.
+
+    Raises:
+        TypeError: a non-str response, tests of another type, a non-int count.
+        ValueError: an unknown reward mode, a non-positive limit, or no sandbox on this machine
+            (the message names what is missing).
+    """
+    return _rlvr.verify_code(
+        response,
+        tests,
+        reward=reward,
+        wall_time=wall_time,
+        cpu_time=cpu_time,
+        memory_mb=memory_mb,
+        max_tests=max_tests,
+        concurrency=concurrency,
+        float_tolerance=float_tolerance,
+    )

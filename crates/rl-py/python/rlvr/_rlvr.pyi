@@ -10,9 +10,22 @@ __version__: str
 VERIFIERS: list[str]
 ESTIMATORS: list[str]
 OUTCOME_KINDS: list[str]
+CODE_VERDICTS: list[str]
 
 OutcomeKind = Literal["correct", "incorrect", "unparseable_gold", "unparseable_response", "over_budget"]
-VerifierName = Literal["math", "dapo"]
+VerifierName = Literal["math", "dapo", "code"]
+CodeVerdict = Literal[
+    "passed",
+    "wrong_answer",
+    "runtime_error",
+    "timeout",
+    "memory",
+    "syntax_error",
+    "no_code",
+    "too_large",
+    "sandbox_error",
+    "bad_tests",
+]
 
 @final
 class Outcome:
@@ -32,7 +45,9 @@ class Outcome:
     def extracted(self) -> str | None:
         """The response's answer as the verifier saw it (``dapo``: verl's normalised pred)."""
     @property
-    def source(self) -> Literal["boxed", "answer_line", "math_delimiters", "whole_response", "final_number"] | None: ...
+    def source(
+        self,
+    ) -> Literal["boxed", "answer_line", "math_delimiters", "whole_response", "final_number", "code_block"] | None: ...
     def __init__(
         self,
         correct: bool,
@@ -83,6 +98,49 @@ def verify_batch(
 
     Results are in input order and equal to a serial run. ValueError when the lengths differ.
     """
+
+@final
+class CodeResult:
+    """The result of :func:`verify_code` (immutable; compares by value; truthy when correct)."""
+
+    @property
+    def verdict(self) -> CodeVerdict: ...
+    @property
+    def kind(self) -> OutcomeKind: ...
+    @property
+    def correct(self) -> bool: ...
+    @property
+    def passed(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def reward(self) -> float:
+        """1 when every test passed; passed/total with ``reward="fraction"``; else 0."""
+    @property
+    def score(self) -> float | None:
+        """passed/total with ``reward="fraction"``."""
+    @property
+    def tests(self) -> list[str]:
+        """Each run test's verdict, in test order."""
+    @property
+    def detail(self) -> str: ...
+    @property
+    def code(self) -> str | None: ...
+    def __bool__(self) -> bool: ...
+
+def verify_code(
+    response: str,
+    tests: str | dict | list,
+    *,
+    reward: Literal["all_or_nothing", "fraction"] = "all_or_nothing",
+    wall_time: float | None = None,
+    cpu_time: float | None = None,
+    memory_mb: int | None = None,
+    max_tests: int | None = None,
+    concurrency: int | None = None,
+    float_tolerance: float | None = None,
+) -> CodeResult:
+    """Low-level form of :func:`rlvr.verify_code` (same arguments and result)."""
 
 def math_dapo_score(
     solution_str: str,

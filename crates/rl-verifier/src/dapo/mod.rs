@@ -93,11 +93,13 @@ impl Verifier for DapoVerifier {
                     },
                     extracted: Some(pred.to_string()),
                     source: Some(AnswerSource::Boxed),
+                    score: None,
                 },
                 None if gold == INVALID => Verification {
                     outcome: Outcome::Correct,
                     extracted: Some(INVALID.to_string()),
                     source: None,
+                    score: None,
                 },
                 None => Verification::new(Outcome::Unparseable {
                     side: Side::Response,
@@ -129,6 +131,7 @@ impl Verifier for DapoVerifier {
                     },
                     extracted: Some(pred),
                     source: Some(AnswerSource::AnswerLine),
+                    score: None,
                 }
             }
             None => {
@@ -139,6 +142,7 @@ impl Verifier for DapoVerifier {
                         outcome: Outcome::Correct,
                         extracted: Some(pred),
                         source: None,
+                        score: None,
                     }
                 } else {
                     Verification::new(Outcome::Unparseable {

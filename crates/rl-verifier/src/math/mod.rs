@@ -178,7 +178,8 @@ fn tier(source: AnswerSource) -> u8 {
     match source {
         AnswerSource::Boxed | AnswerSource::AnswerLine => 0,
         AnswerSource::MathDelimiters => 1,
-        AnswerSource::WholeResponse | AnswerSource::FinalNumber => 2,
+        // Code blocks are the `code` verifier's; `math` never extracts one.
+        AnswerSource::WholeResponse | AnswerSource::FinalNumber | AnswerSource::CodeBlock => 2,
     }
 }
 
@@ -253,6 +254,7 @@ impl Verifier for MathVerifier {
                     },
                     extracted: Some((*text).to_string()),
                     source: Some(*source),
+                    score: None,
                 };
             }
             let allow_words = *source != AnswerSource::WholeResponse;
@@ -266,6 +268,7 @@ impl Verifier for MathVerifier {
                         outcome: Outcome::OverBudget { what: b.0 },
                         extracted: Some((*text).to_string()),
                         source: Some(*source),
+                        score: None,
                     };
                 }
                 Err(e) => {
@@ -281,6 +284,7 @@ impl Verifier for MathVerifier {
                 outcome: parse_fail(Side::Response, text, e),
                 extracted: Some(text.to_string()),
                 source: Some(source),
+                score: None,
             };
         };
         let mut cmp = Comparer {
@@ -305,6 +309,7 @@ impl Verifier for MathVerifier {
             outcome,
             extracted: Some(text.to_string()),
             source: Some(source),
+            score: None,
         }
     }
 }
