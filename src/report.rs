@@ -62,7 +62,29 @@ pub fn plot_run(metrics: &[StepMetrics], title: &str, path: &Path) -> Result<(),
             pts(&|m| m.clip_frac_upper),
         ))
         .with_series(Series::new("grad norm", pts(&|m| m.grad_norm)));
-    let panels: Vec<Panel> = [eval, rollout, sampling, loss]
+    // Multi-turn runs: how often the model calls a tool, in rollouts and on held-out prompts.
+    let tool_steps: Vec<(f64, f64)> = train
+        .iter()
+        .filter_map(|m| {
+            m.episodes
+                .as_ref()
+                .map(|e| (m.step as f64, e.tool_call_rate))
+        })
+        .collect();
+    let tool_eval: Vec<(f64, f64)> = metrics
+        .iter()
+        .filter_map(|m| {
+            m.eval
+                .as_ref()
+                .and_then(|e| e.tool_call_rate)
+                .map(|r| (m.step as f64, r))
+        })
+        .collect();
+    let tools = Panel::new("tool use (episodes with a tool call)", "step", "rate")
+        .with_y_range(0.0, 1.0)
+        .with_series(Series::new("rollouts", tool_steps))
+        .with_series(Series::new("held-out", tool_eval));
+    let panels: Vec<Panel> = [eval, tools, rollout, sampling, loss]
         .into_iter()
         .filter(|p| {
             p.series

@@ -37,6 +37,7 @@ fn eval(hard: f64) -> EvalReport {
     EvalReport {
         overall: t(hard),
         tiers,
+        tool_call_rate: None,
     }
 }
 

@@ -23,6 +23,7 @@ use rl_trainer::benchmark::{
 };
 use rl_trainer::config::{AnswerFormat, DataSection};
 use rl_trainer::data::{Dataset, PromptRenderer};
+use rl_trainer::episodes::Episodes;
 use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
 use rl_verifier::Bootstrap;
 
@@ -248,12 +249,25 @@ impl BackendJob for Job<'_> {
             .create(true)
             .open(&samples_path)
             .map_err(|e| TrainerError::io(&samples_path, e))?;
-        let renderer = PromptRenderer::new(&config.data);
+        let episodes = config
+            .rollout
+            .env
+            .as_ref()
+            .map(Episodes::from_config)
+            .transpose()?;
+        let renderer = PromptRenderer::new(&config.data).with_tools(
+            episodes
+                .as_ref()
+                .map(|e| e.tools_in_prompt.clone())
+                .unwrap_or_default(),
+        );
         let scoring = Scoring {
             renderer: &renderer,
             tokenizer: &tokenizer,
             end_ids: &end_ids,
             verifier: verifier.as_ref(),
+            episodes: episodes.as_ref(),
+            enable_thinking: renderer.enable_thinking(),
         };
         sample_benchmark(
             &mut |requests| Ok(engine.generate(&requests)?),

@@ -83,4 +83,4 @@ pub use qwen3::{
     AttentionMask, Checkpointing, KvCache, LoraConfig, MemoryPlan, Qwen3, Qwen3Config, WindowPass,
 };
 pub use safetensors_io::SaveDtype;
-pub use tokenizer::{ChatMessage, Tokenizer, render_chat};
+pub use tokenizer::{ChatMessage, Tokenizer, render_chat, render_chat_with_tools};

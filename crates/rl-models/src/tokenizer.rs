@@ -65,11 +65,45 @@ pub fn render_chat(
     add_generation_prompt: bool,
     enable_thinking: bool,
 ) -> Result<String, TokenizerError> {
+    render_chat_with_tools(messages, &[], add_generation_prompt, enable_thinking)
+}
+
+/// [`render_chat`] with tool definitions, as Qwen3's template renders `tools=[...]`: one system
+/// turn holding the first `system` message's content (if any) followed by a blank line, then
+/// the `# Tools` instructions with each definition on its own line inside `<tools></tools>`
+/// and the `<tool_call>` format. `tools` are the definitions as the template's `tojson` writes
+/// them (JSON text, e.g. `{"type": "function", "function": {...}}`); empty: [`render_chat`].
+pub fn render_chat_with_tools(
+    messages: &[ChatMessage],
+    tools: &[String],
+    add_generation_prompt: bool,
+    enable_thinking: bool,
+) -> Result<String, TokenizerError> {
     let mut out = String::new();
-    if let Some(first) = messages.first()
-        && first.role == "system"
-    {
-        out.push_str(&format!("{IM_START}system\n{}{IM_END}\n", first.content));
+    let first_system = messages
+        .first()
+        .filter(|m| m.role == "system")
+        .map(|m| m.content.as_str());
+    if !tools.is_empty() {
+        out.push_str(&format!("{IM_START}system\n"));
+        if let Some(s) = first_system {
+            out.push_str(&format!("{s}\n\n"));
+        }
+        out.push_str(
+            "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n\
+             You are provided with function signatures within <tools></tools> XML tags:\n<tools>",
+        );
+        for t in tools {
+            out.push('\n');
+            out.push_str(t);
+        }
+        out.push_str(&format!(
+            "\n</tools>\n\nFor each function call, return a json object with function name and \
+             arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n\
+             {{\"name\": <function-name>, \"arguments\": <args-json-object>}}\n</tool_call>{IM_END}\n"
+        ));
+    } else if let Some(s) = first_system {
+        out.push_str(&format!("{IM_START}system\n{s}{IM_END}\n"));
     }
     let is_tool_response =
         |c: &str| c.starts_with("<tool_response>") && c.ends_with("</tool_response>");
@@ -356,6 +390,24 @@ impl Tokenizer {
         self.special_id(IM_END)?;
         self.encode(&render_chat(
             messages,
+            add_generation_prompt,
+            enable_thinking,
+        )?)
+    }
+
+    /// Ids of the rendered chat template with tool definitions ([`render_chat_with_tools`]).
+    pub fn apply_chat_template_with_tools(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[String],
+        add_generation_prompt: bool,
+        enable_thinking: bool,
+    ) -> Result<Vec<u32>, TokenizerError> {
+        self.special_id(IM_START)?;
+        self.special_id(IM_END)?;
+        self.encode(&render_chat_with_tools(
+            messages,
+            tools,
             add_generation_prompt,
             enable_thinking,
         )?)

@@ -167,6 +167,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             train: true,
             is_weights: None,
             keep: None,
+            sampled: None,
         })
         .collect();
     let settings = UpdateSettings {

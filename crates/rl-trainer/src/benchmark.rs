@@ -19,8 +19,11 @@ use rl_rollout::{Completion, FinishReason, GenerateRequest, SamplingParams};
 use rl_verifier::{Bootstrap, PromptSamples, Scores, Verifier};
 use serde::{Deserialize, Serialize};
 
+use rl_env::{EpisodeStart, Task};
+
 use crate::TrainerError;
 use crate::data::{Prompt, PromptRenderer};
+use crate::episodes::{ChatCodec, Episodes};
 use crate::scoring::strip_end_tokens;
 
 /// One verified sample (a line of the samples file).
@@ -42,6 +45,16 @@ pub struct SampleRecord {
     pub tokens: usize,
     /// `stop`, `length` or `abort`.
     pub finish: FinishReason,
+    /// A multi-turn episode's assistant turns (absent for single-turn samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<usize>,
+    /// A multi-turn episode's tool calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<usize>,
+    /// A multi-turn episode's whole token sequence after the prompt, decoded with special
+    /// tokens (turns, tool calls, tool results): `text` is its final turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
 }
 
 /// What one benchmark run samples.
@@ -80,6 +93,17 @@ pub struct Scoring<'a> {
     pub end_ids: &'a [u32],
     /// The verifier.
     pub verifier: &'a dyn Verifier,
+    /// Samples are multi-turn episodes in this environment (`[rollout.env]`); `None`: one
+    /// completion each.
+    pub episodes: Option<&'a Episodes>,
+    /// Qwen3's `enable_thinking` for the observations of episodes.
+    pub enable_thinking: bool,
+}
+
+/// The seed of sample `j` of prompt `id` when each sample is its own episode:
+/// [`prompt_seed`] + `j` (distinct for j < 2^20).
+pub fn sample_seed(seed: u64, id: u64, j: usize) -> u64 {
+    prompt_seed(seed, id).wrapping_add(j as u64)
 }
 
 /// Samples (through `generate`) and verifies the `prompts` not in `done`, `prompts_per_call` at
@@ -98,9 +122,24 @@ pub fn sample_benchmark(
         tokenizer,
         end_ids,
         verifier,
+        episodes,
+        enable_thinking,
     } = *scoring;
     let todo: Vec<_> = prompts.iter().filter(|p| !done.contains(&p.id)).collect();
     let mut sampled = 0;
+    if let Some(episodes) = episodes {
+        let codec = ChatCodec {
+            tokenizer,
+            end_ids,
+            enable_thinking,
+        };
+        for chunk in todo.chunks(settings.prompts_per_call.max(1)) {
+            let records = sample_episodes(generate, chunk, scoring, &codec, episodes, settings)?;
+            sampled += chunk.len();
+            write(&records, sampled)?;
+        }
+        return Ok(sampled);
+    }
     for chunk in todo.chunks(settings.prompts_per_call.max(1)) {
         let requests = chunk
             .iter()
@@ -130,6 +169,9 @@ pub fn sample_benchmark(
                     correct: v.outcome.is_correct(),
                     tokens: c.tokens.len(),
                     finish: c.finish,
+                    turns: None,
+                    tool_calls: None,
+                    transcript: None,
                 });
             }
         }
@@ -137,6 +179,76 @@ pub fn sample_benchmark(
         write(&records, sampled)?;
     }
     Ok(sampled)
+}
+
+/// `settings.k` episodes of each prompt of `chunk`, sample j of prompt p seeded
+/// [`sample_seed`]`(seed, p.id, j)`, verified on their final turn.
+fn sample_episodes(
+    generate: &mut Generate<'_>,
+    chunk: &[&Prompt],
+    scoring: &Scoring<'_>,
+    codec: &ChatCodec<'_>,
+    episodes: &Episodes,
+    settings: &BenchmarkSettings,
+) -> Result<Vec<SampleRecord>, TrainerError> {
+    let mut starts = Vec::with_capacity(chunk.len() * settings.k);
+    for p in chunk {
+        let ids = std::sync::Arc::new(scoring.renderer.render(p, scoring.tokenizer)?);
+        for j in 0..settings.k {
+            starts.push(EpisodeStart {
+                prompt_ids: ids.clone(),
+                task: Task {
+                    index: p.id as usize,
+                    answer: p.answer.clone(),
+                    metadata: serde_json::Value::Null,
+                },
+                seed: sample_seed(settings.seed, p.id, j),
+            });
+        }
+    }
+    // Engine errors pass through the trainer's error type and back.
+    let mut failure: Option<TrainerError> = None;
+    let trajectories = episodes.run(
+        codec,
+        &settings.params,
+        &mut |reqs| {
+            generate(reqs).map_err(|e| {
+                let message = e.to_string();
+                failure = Some(e);
+                rl_rollout::EngineError::Generation {
+                    engine: "evaluation".into(),
+                    message,
+                }
+            })
+        },
+        &starts,
+    );
+    let trajectories = match (trajectories, failure) {
+        (_, Some(e)) => return Err(e),
+        (t, None) => t?,
+    };
+    let mut records = Vec::with_capacity(trajectories.len());
+    for (i, t) in trajectories.into_iter().enumerate() {
+        let p = chunk[i / settings.k];
+        let text = scoring
+            .tokenizer
+            .decode(strip_end_tokens(t.last_turn(), scoring.end_ids), false)?;
+        let v = scoring.verifier.verify(&text, &p.answer);
+        records.push(SampleRecord {
+            prompt: p.id,
+            sample: i % settings.k,
+            group: p.tier.clone(),
+            text,
+            answer: v.extracted.clone(),
+            correct: v.outcome.is_correct(),
+            tokens: t.sampled_len(),
+            finish: t.finish(),
+            turns: Some(t.turns.len()),
+            tool_calls: Some(t.tool_calls),
+            transcript: Some(scoring.tokenizer.decode(&t.tokens, false)?),
+        });
+    }
+    Ok(records)
 }
 
 /// The records of a samples file, keeping only prompts with all `k` samples (a run interrupted

@@ -242,9 +242,12 @@ fn parse_record(
     let answer = match lookup(value, &cfg.answer_key) {
         Some(Value::String(s)) => s.clone(),
         Some(v @ Value::Number(_)) => v.to_string(),
+        // Structured ground truths (the `code` verifier's test cases, e.g. `{"inputs": [...],
+        // "outputs": [...]}`) are given to the verifier as their JSON text.
+        Some(v @ (Value::Object(_) | Value::Array(_))) => v.to_string(),
         Some(_) => {
             return Err(err(format!(
-                "column `{}`: expected a string or a number",
+                "column `{}`: expected a string, a number, or a JSON object or array (test cases)",
                 cfg.answer_key
             )));
         }
@@ -276,6 +279,7 @@ pub struct PromptRenderer {
     template: PromptTemplate,
     chat_template: bool,
     disable_thinking: bool,
+    tools: Vec<String>,
 }
 
 impl PromptRenderer {
@@ -285,7 +289,20 @@ impl PromptRenderer {
             template: cfg.template.clone(),
             chat_template: cfg.chat_template,
             disable_thinking: cfg.disable_thinking,
+            tools: Vec::new(),
         }
+    }
+
+    /// The same renderer with tool definitions in the chat template's system turn (as
+    /// `tools=[...]` renders them; JSON text per tool, see `rl_env::ToolRegistry::definitions_json`).
+    pub fn with_tools(mut self, tools: Vec<String>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Qwen3's `enable_thinking` of the chat template (not `data.disable_thinking`).
+    pub fn enable_thinking(&self) -> bool {
+        !self.disable_thinking
     }
 
     /// The user message for a bare problem.
@@ -304,7 +321,12 @@ impl PromptRenderer {
             PromptText::Chat(m) => m.clone(),
         };
         if self.chat_template {
-            Ok(tokenizer.apply_chat_template(&messages, true, !self.disable_thinking)?)
+            Ok(tokenizer.apply_chat_template_with_tools(
+                &messages,
+                &self.tools,
+                true,
+                !self.disable_thinking,
+            )?)
         } else {
             let text: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
             Ok(tokenizer.encode(&text.join("\n"))?)

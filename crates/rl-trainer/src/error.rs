@@ -60,6 +60,9 @@ pub enum TrainerError {
     /// The rollout engine failed.
     #[error(transparent)]
     Engine(#[from] rl_rollout::EngineError),
+    /// A multi-turn episode could not be run (engine, tool machinery, environment).
+    #[error(transparent)]
+    Env(#[from] rl_env::EnvError),
     /// Dynamic sampling could not fill a batch.
     #[error(transparent)]
     Sampler(#[from] rl_sampler::SamplerError),

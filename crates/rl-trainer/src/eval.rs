@@ -55,6 +55,9 @@ pub struct EvalReport {
     pub overall: TierEval,
     /// Per tier (prompts without a tier are only in `overall`).
     pub tiers: BTreeMap<String, TierEval>,
+    /// Multi-turn evaluations: the fraction of samples with at least one tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_rate: Option<f64>,
 }
 
 impl EvalReport {
@@ -78,11 +81,20 @@ impl EvalReport {
                 .iter()
                 .map(|(g, s)| (g.clone(), TierEval::of(s)))
                 .collect(),
+            tool_call_rate: tool_call_rate(records),
         })
     }
 
     /// One line for the terminal.
     pub fn summary(&self) -> String {
+        let mut s = self.scores_line();
+        if let Some(r) = self.tool_call_rate {
+            s.push_str(&format!(" | tool calls {r:.3}"));
+        }
+        s
+    }
+
+    fn scores_line(&self) -> String {
         let mut s = format!(
             "avg@{k} {:.3} ± {:.3} pass@{k} {:.3}",
             self.overall.avg_at_k,
@@ -95,6 +107,13 @@ impl EvalReport {
         }
         s
     }
+}
+
+/// Fraction of the samples with a tool call, when they are episodes (`None` otherwise).
+fn tool_call_rate(records: &[SampleRecord]) -> Option<f64> {
+    let calls: Vec<usize> = records.iter().filter_map(|r| r.tool_calls).collect();
+    (!calls.is_empty())
+        .then(|| calls.iter().filter(|&&c| c > 0).count() as f64 / calls.len() as f64)
 }
 
 #[cfg(test)]
@@ -116,6 +135,9 @@ mod tests {
                 correct: c,
                 tokens: 1,
                 finish: FinishReason::Stop,
+                turns: None,
+                tool_calls: None,
+                transcript: None,
             })
             .collect()
     }

@@ -39,6 +39,7 @@ pub mod data;
 #[cfg(feature = "distributed")]
 pub mod distributed;
 pub mod engine;
+pub mod episodes;
 mod error;
 pub mod eval;
 pub mod memory;
@@ -60,7 +61,7 @@ pub use eval::{EvalReport, TierEval};
 pub use metrics::{StepMetrics, read_metrics};
 pub use parallel::{Collective, DataParallel, SingleProcess};
 pub use policy::Policy;
-pub use sft::{SftConfig, supervised_warm_start};
+pub use sft::{SftConfig, SftExample, supervised_warm_start};
 pub use trainer::{
     ImportanceWeights, RunEvent, SubmittedRound, Trainer, TrainerState, config_diff, end_token_ids,
     latest_checkpoint,

@@ -95,7 +95,8 @@ pub struct StepMetrics {
     pub kl_ref: f64,
     /// Mean pre-clip global gradient norm over updates.
     pub grad_norm: f64,
-    /// Mean response length in tokens (trained responses).
+    /// Mean response length in tokens (trained responses; for episodes, sampled and observation
+    /// tokens after the prompt).
     pub response_len_mean: f64,
     /// Longest response.
     pub response_len_max: usize,
@@ -156,8 +157,45 @@ pub struct StepMetrics {
     /// Updates skipped because the loss or the gradient norm was not finite.
     #[serde(default)]
     pub updates_skipped: usize,
+    /// Turns and tool use of the step's generated episodes (multi-turn runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episodes: Option<EpisodeMetrics>,
     /// Evaluation after this step, if one ran.
     pub eval: Option<EvalReport>,
+}
+
+/// Turns and tool use of the episodes generated in a step (`[rollout.env]` runs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeMetrics {
+    /// Mean assistant turns per episode.
+    pub turns_mean: f64,
+    /// Fraction of episodes with at least one tool call.
+    pub tool_call_rate: f64,
+    /// Mean tool calls per episode.
+    pub tool_calls_mean: f64,
+    /// Fraction of tool calls answered with an error (malformed, unknown tool, tool failed).
+    pub tool_error_rate: f64,
+    /// Mean observation tokens per episode (not trained on).
+    pub observation_tokens_mean: f64,
+    /// Episodes by how they ended (`done`, `max_turns`, `token_budget`, `turn_length`).
+    pub ends: BTreeMap<String, usize>,
+}
+
+impl EpisodeMetrics {
+    /// From a step's sums; `None` when no episode was generated.
+    pub fn from_stats(e: &crate::trainer::EpisodeStats) -> Option<Self> {
+        (e.episodes > 0).then(|| {
+            let n = e.episodes as f64;
+            EpisodeMetrics {
+                turns_mean: e.turns as f64 / n,
+                tool_call_rate: e.with_tool_calls as f64 / n,
+                tool_calls_mean: e.tool_calls as f64 / n,
+                tool_error_rate: e.tool_errors as f64 / e.tool_calls.max(1) as f64,
+                observation_tokens_mean: e.observation_tokens as f64 / n,
+                ends: e.ends.clone(),
+            }
+        })
+    }
 }
 
 /// Names of the fields that depend on wall-clock time or on the machine's memory accounting
@@ -315,6 +353,7 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
         peak_rss_train_mb: r.peaks.train_mb,
         updates: update.applied,
         updates_skipped: update.skipped,
+        episodes: EpisodeMetrics::from_stats(&rollout.episodes),
         eval: None,
     }
 }

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use rl_advantage::GroupId;
+use rl_env::{EpisodeEnd, Trajectory};
 use rl_models::Tokenizer;
-use rl_rollout::{Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion};
+use rl_rollout::{FinishReason, GenerateRequest, SamplingParams, WeightVersion};
 use rl_sampler::RolloutGroup;
 use rl_verifier::{OutcomeCounts, OverlongPolicy, ResponseLength, RewardMap, Verifier};
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,46 @@ pub struct ScoredResponse {
     pub train: bool,
     /// Difficulty tier of the prompt.
     pub tier: Option<String>,
+    /// The loss mask of a multi-turn episode: false on observation tokens (tool results, turn
+    /// boundaries), which are context, not actions. `None` when every response token was
+    /// sampled (one turn), as for every single-turn rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled: Option<Vec<bool>>,
+    /// What happened in a multi-turn episode (`None` for single-turn rollouts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode: Option<EpisodeSummary>,
+}
+
+/// A multi-turn episode's turns and tool use.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeSummary {
+    /// Assistant turns.
+    pub turns: usize,
+    /// Tool calls made.
+    pub tool_calls: usize,
+    /// Tool calls answered with an error observation.
+    pub tool_errors: usize,
+    /// Why it ended.
+    pub end: EpisodeEnd,
+    /// The environment's reward contributions (included in `reward`).
+    pub env_reward: f64,
+}
+
+impl ScoredResponse {
+    /// Whether response token `j` was sampled (in the loss) rather than observed.
+    pub fn is_sampled(&self, j: usize) -> bool {
+        self.sampled
+            .as_ref()
+            .is_none_or(|m| m.get(j).copied().unwrap_or(false))
+    }
+
+    /// Sampled (generated) tokens of the response.
+    pub fn sampled_len(&self) -> usize {
+        match &self.sampled {
+            None => self.response.len(),
+            Some(m) => m.iter().filter(|&&s| s).count(),
+        }
+    }
 }
 
 /// What a round needs to score responses.
@@ -54,6 +95,12 @@ pub struct Scorer<'a> {
     pub tokenizer: &'a Tokenizer,
     /// Ids removed from the end of a response before decoding.
     pub end_ids: &'a [u32],
+    /// Rollouts are multi-turn episodes (`[rollout.env]`): each response records its
+    /// [`EpisodeSummary`].
+    pub multi_turn: bool,
+    /// Responses verified at once (threads): 1 for the rule-based verifiers, the sandbox's
+    /// concurrency for `code`.
+    pub parallelism: usize,
 }
 
 /// A prompt of a round.
@@ -120,14 +167,14 @@ pub fn round_requests(
     requests
 }
 
-/// The replies to [`round_requests`] regrouped: `group_size` completions per prompt, in prompt
-/// order.
-pub fn group_completions(
-    replies: Vec<Vec<Completion>>,
+/// The replies to [`round_requests`] (completions, or episodes) regrouped: `group_size` per
+/// prompt, in prompt order.
+pub fn group_completions<T>(
+    replies: Vec<Vec<T>>,
     prompts: usize,
     group_size: usize,
-) -> Result<Vec<Vec<Completion>>, TrainerError> {
-    let all: Vec<Completion> = replies.into_iter().flatten().collect();
+) -> Result<Vec<Vec<T>>, TrainerError> {
+    let all: Vec<T> = replies.into_iter().flatten().collect();
     if all.len() != prompts * group_size {
         return Err(TrainerError::EngineReply {
             message: format!(
@@ -143,55 +190,75 @@ pub fn group_completions(
 }
 
 impl Scorer<'_> {
-    /// Scoring phase for one response: decode without end tokens, verify, map the outcome to a
-    /// reward and apply length shaping.
+    /// Scoring phase for one rollout: decode its final assistant turn without end tokens
+    /// (for one turn, the whole response), verify it, map the outcome to a reward, add the
+    /// environment's reward contributions and apply length shaping to the sampled tokens.
     pub fn score(
         &self,
         prompt: &RoundPrompt<'_>,
-        g: Completion,
+        t: Trajectory,
         outcomes: &mut OutcomeCounts,
     ) -> Result<ScoredResponse, TrainerError> {
         let text = self
             .tokenizer
-            .decode(strip_end_tokens(&g.tokens, self.end_ids), false)?;
+            .decode(strip_end_tokens(t.last_turn(), self.end_ids), false)?;
         let v = self.verifier.verify(&text, prompt.answer);
         outcomes.record(&v.outcome);
+        let finish = t.finish();
         let length = ResponseLength {
-            tokens: g.tokens.len(),
-            truncated: g.finish == FinishReason::Length,
+            tokens: t.sampled_len(),
+            truncated: finish == FinishReason::Length,
         };
-        let shaped = self.overlong.shape(self.rewards.reward(&v.outcome), length);
+        let base = self.rewards.reward_for(&v) + t.env_reward;
+        let shaped = self.overlong.shape(base, length);
+        let episode = self.multi_turn.then_some(EpisodeSummary {
+            turns: t.turns.len(),
+            tool_calls: t.tool_calls,
+            tool_errors: t.tool_errors,
+            end: t.end,
+            env_reward: t.env_reward,
+        });
+        let version = t.version();
+        let sampled = (!t.all_sampled()).then_some(t.sampled);
         Ok(ScoredResponse {
             prompt_index: prompt.index,
             prompt_ids: prompt.ids.clone(),
-            response: g.tokens,
-            rollout_logp: g.logprobs,
-            finish: g.finish,
-            version: g.version,
+            response: t.tokens,
+            rollout_logp: t.logprobs,
+            finish,
+            version,
             text,
             correct: v.outcome.is_correct(),
             reward: shaped.reward,
             penalty: shaped.penalty,
             train: shaped.keep,
             tier: prompt.tier.clone(),
+            sampled,
+            episode,
         })
     }
 
     /// Scoring phase for a round: one [`RolloutGroup`] per prompt, its group id the prompt's
     /// position in `prompts` (the trainer numbers groups across rounds and workers once they
-    /// are merged: [`crate::Trainer::collect_batch`]).
+    /// are merged: [`crate::Trainer::collect_batch`]). With `parallelism` > 1 the responses are
+    /// verified on that many threads (for verifiers that run programs); the result is the
+    /// same as in order.
     pub fn score_round(
         &self,
         prompts: &[RoundPrompt<'_>],
-        generations: Vec<Vec<Completion>>,
+        generations: Vec<Vec<Trajectory>>,
         outcomes: &mut OutcomeCounts,
     ) -> Result<Vec<RolloutGroup<ScoredResponse>>, TrainerError> {
+        let sizes: Vec<usize> = generations.iter().map(Vec::len).collect();
+        let jobs: Vec<(usize, Trajectory)> = generations
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, g)| g.into_iter().map(move |t| (i, t)))
+            .collect();
+        let mut scored = self.score_all(prompts, jobs, outcomes)?.into_iter();
         let mut groups = Vec::with_capacity(prompts.len());
-        for (i, (p, gens)) in prompts.iter().zip(generations).enumerate() {
-            let items = gens
-                .into_iter()
-                .map(|g| self.score(p, g, outcomes))
-                .collect::<Result<Vec<_>, _>>()?;
+        for (i, (p, n)) in prompts.iter().zip(sizes).enumerate() {
+            let items: Vec<ScoredResponse> = scored.by_ref().take(n).collect();
             groups.push(RolloutGroup {
                 group: GroupId(i as u64),
                 prompt: p.index as u64,
@@ -201,5 +268,61 @@ impl Scorer<'_> {
             });
         }
         Ok(groups)
+    }
+
+    /// Scores (prompt position, rollout) jobs in order, on `parallelism` threads of contiguous
+    /// chunks.
+    fn score_all(
+        &self,
+        prompts: &[RoundPrompt<'_>],
+        jobs: Vec<(usize, Trajectory)>,
+        outcomes: &mut OutcomeCounts,
+    ) -> Result<Vec<ScoredResponse>, TrainerError> {
+        let threads = self.parallelism.clamp(1, jobs.len().max(1));
+        if threads == 1 {
+            return jobs
+                .into_iter()
+                .map(|(i, t)| self.score(&prompts[i], t, outcomes))
+                .collect();
+        }
+        let per = jobs.len().div_ceil(threads);
+        let mut chunks: Vec<Vec<(usize, Trajectory)>> = Vec::new();
+        let mut it = jobs.into_iter().peekable();
+        while it.peek().is_some() {
+            chunks.push(it.by_ref().take(per).collect());
+        }
+        type Chunk = Result<(Vec<ScoredResponse>, OutcomeCounts), TrainerError>;
+        let results: Vec<Chunk> = std::thread::scope(|s| {
+            let handles: Vec<_> = chunks
+                .into_iter()
+                .map(|chunk| {
+                    s.spawn(move || {
+                        let mut counts = OutcomeCounts::default();
+                        let items = chunk
+                            .into_iter()
+                            .map(|(i, t)| self.score(&prompts[i], t, &mut counts))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        Ok((items, counts))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(TrainerError::EngineReply {
+                            message: "a scoring thread panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        let mut out = Vec::new();
+        for r in results {
+            let (items, counts) = r?;
+            out.extend(items);
+            outcomes.merge(&counts);
+        }
+        Ok(out)
     }
 }

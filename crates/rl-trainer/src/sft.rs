@@ -29,6 +29,11 @@ pub struct SftConfig {
     /// The optimizer.
     #[serde(default = "SftConfig::default_optim")]
     pub optim: OptimSection,
+    /// Order each batch by sequence length before it is cut into micro-batches, so that a
+    /// token budget (`optim.micro_batch_tokens`) puts similar lengths together and pads less.
+    /// The loss is the same sum (up to float summation order).
+    #[serde(default)]
+    pub sort_by_length: bool,
 }
 
 impl SftConfig {
@@ -52,12 +57,35 @@ impl SftConfig {
     }
 }
 
-/// Trains `policy` to produce `response` after `prompt` for the given pairs (token-mean NLL of
-/// the response tokens), `steps` updates of `batch_size` pairs drawn without replacement
-/// (reshuffled each epoch). `on_step(step, loss)` sees every update.
+/// One supervised example: `response` after `prompt`, the loss on the response tokens where
+/// `loss_mask` is true (all of them without a mask). A multi-turn demonstration masks its
+/// observation tokens (tool results, turn boundaries), as RL does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SftExample {
+    /// Prompt ids.
+    pub prompt: Vec<u32>,
+    /// Response ids.
+    pub response: Vec<u32>,
+    /// Per response token: in the loss (`None`: all).
+    pub loss_mask: Option<Vec<bool>>,
+}
+
+impl From<(Vec<u32>, Vec<u32>)> for SftExample {
+    fn from((prompt, response): (Vec<u32>, Vec<u32>)) -> Self {
+        SftExample {
+            prompt,
+            response,
+            loss_mask: None,
+        }
+    }
+}
+
+/// Trains `policy` to produce each example's response after its prompt (token-mean NLL of the
+/// response tokens in the loss mask), `steps` updates of `batch_size` examples drawn without
+/// replacement (reshuffled each epoch). `on_step(step, loss)` sees every update.
 pub fn supervised_warm_start<B: AutodiffBackend, P: Policy<B>>(
     mut policy: P,
-    pairs: &[(Vec<u32>, Vec<u32>)],
+    pairs: &[SftExample],
     cfg: &SftConfig,
     device: &B::Device,
     mut on_step: impl FnMut(usize, f64),
@@ -96,9 +124,16 @@ pub fn supervised_warm_start<B: AutodiffBackend, P: Policy<B>>(
                 order.shuffle(&mut rng);
                 pos = 0;
             }
-            let (p, r) = &pairs[order[pos]];
-            batch.push((p.as_slice(), r.as_slice()));
+            let e = &pairs[order[pos]];
+            batch.push((
+                e.prompt.as_slice(),
+                e.response.as_slice(),
+                e.loss_mask.as_deref(),
+            ));
             pos += 1;
+        }
+        if cfg.sort_by_length {
+            batch.sort_by_key(|(p, r, _)| p.len() + r.len());
         }
         let (p, loss) = sft_update(
             policy,

@@ -39,12 +39,24 @@ pub struct TrainSeq<'a> {
     pub is_weights: Option<&'a [f32]>,
     /// False where the importance-sampling correction masks a token (`None` = all kept).
     pub keep: Option<&'a [bool]>,
+    /// False on observation tokens of a multi-turn episode, which are context, not actions:
+    /// never in the loss, the token counts or the importance weights (`None` = every response
+    /// token was sampled).
+    pub sampled: Option<&'a [bool]>,
 }
 
 impl TrainSeq<'_> {
+    /// Whether response token j was sampled (not an observation).
+    fn is_sampled(&self, j: usize) -> bool {
+        self.sampled
+            .is_none_or(|m| m.get(j).copied().unwrap_or(false))
+    }
+
     /// Whether response token j is in the loss.
     fn trains(&self, j: usize) -> bool {
-        self.train && self.keep.is_none_or(|k| k.get(j).copied().unwrap_or(false))
+        self.train
+            && self.is_sampled(j)
+            && self.keep.is_none_or(|k| k.get(j).copied().unwrap_or(false))
     }
 }
 
@@ -155,6 +167,15 @@ fn check_lengths(
             return bad(format!(
                 "{} importance weights for a {}-token response",
                 w.len(),
+                s.response.len()
+            ));
+        }
+        if let Some(m) = s.sampled
+            && m.len() != s.response.len()
+        {
+            return bad(format!(
+                "{} sampled-token mask entries for a {}-token response",
+                m.len(),
                 s.response.len()
             ));
         }
@@ -445,7 +466,7 @@ fn this_forward_weights(
             // (`UpdateOutcome::applied`) whatever the weights; the row adds no statistics.
             continue;
         }
-        let w = importance_of(correction, i, &old[row.clone()], s.rollout_logp)?;
+        let w = importance_of(correction, i, &old[row.clone()], s.rollout_logp, s.sampled)?;
         if s.train {
             stats.merge(&w.stats);
         }
@@ -455,33 +476,75 @@ fn this_forward_weights(
 }
 
 /// The importance weights, masks and statistics of sequence `sequence` of a batch from its π_old
-/// and π_rollout log-probs; a mismatch is an error naming the sequence.
+/// and π_rollout log-probs; a mismatch is an error naming the sequence. With a `sampled` mask
+/// (a multi-turn episode) the correction sees the sampled tokens only — as if the observation
+/// tokens were not there, which is what sequence-level corrections need (their products and
+/// means run over actions) — and the observation tokens get weight 1, kept (they are outside
+/// the loss anyway).
 pub(crate) fn importance_of(
     correction: &IsCorrection,
     sequence: usize,
     old: &[f32],
     rollout: &[f32],
+    sampled: Option<&[bool]>,
 ) -> Result<SequenceWeights, TrainerError> {
-    sequence_weights(correction, old, rollout).map_err(|e| TrainerError::Batch {
+    let err = |message: String| TrainerError::Batch {
         sequence,
-        message: format!("importance weights: {e}"),
+        message: format!("importance weights: {message}"),
+    };
+    let Some(mask) = sampled.filter(|m| !m.iter().all(|&s| s)) else {
+        return sequence_weights(correction, old, rollout).map_err(|e| err(e.to_string()));
+    };
+    if mask.len() != old.len() || mask.len() != rollout.len() {
+        return Err(err(format!(
+            "{} mask entries, {} π_old and {} π_rollout log-probs",
+            mask.len(),
+            old.len(),
+            rollout.len()
+        )));
+    }
+    let pick = |v: &[f32]| -> Vec<f32> {
+        v.iter()
+            .zip(mask)
+            .filter(|(_, s)| **s)
+            .map(|(x, _)| *x)
+            .collect()
+    };
+    let inner =
+        sequence_weights(correction, &pick(old), &pick(rollout)).map_err(|e| err(e.to_string()))?;
+    let mut weights = vec![1f32; mask.len()];
+    let mut keep = vec![true; mask.len()];
+    let positions = mask.iter().enumerate().filter(|(_, s)| **s).map(|(j, _)| j);
+    for (k, j) in positions.enumerate() {
+        weights[j] = inner.weights[k];
+        keep[j] = inner.keep[k];
+    }
+    Ok(SequenceWeights {
+        weights,
+        keep,
+        stats: inner.stats,
     })
 }
 
+/// One supervised example for [`sft_update`]: prompt ids, response ids, and the response
+/// tokens in the loss (`None`: all).
+pub type SftRow<'a> = (&'a [u32], &'a [u32], Option<&'a [bool]>);
+
 /// One supervised update: token-mean negative log-likelihood of the responses given the prompts
-/// (the warm-start objective), in [`micro_batches`] of at most `micro` sequences and
-/// `micro_tokens` padded tokens (0: no token budget). Returns the new policy and the loss.
+/// (the warm-start objective) over the response tokens where the optional mask is true (all
+/// without one), in [`micro_batches`] of at most `micro` sequences and `micro_tokens` padded
+/// tokens (0: no token budget). Returns the new policy and the loss.
 pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
     policy: P,
     optim: &mut AdamWOptimizer<B, P>,
     lr: f64,
-    pairs: &[(&[u32], &[u32])],
+    pairs: &[SftRow<'_>],
     (micro, micro_tokens): (usize, usize),
     device: &B::Device,
 ) -> Result<(P, f64), TrainerError> {
     let seqs: Vec<TrainSeq<'_>> = pairs
         .iter()
-        .map(|(p, r)| TrainSeq {
+        .map(|&(p, r, mask)| TrainSeq {
             prompt: p,
             response: r,
             old_logp: &[],
@@ -491,8 +554,18 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
             train: true,
             is_weights: None,
             keep: None,
+            sampled: mask,
         })
         .collect();
+    if let Some(i) = seqs
+        .iter()
+        .position(|s| s.sampled.is_some_and(|m| m.len() != s.response.len()))
+    {
+        return Err(TrainerError::Batch {
+            sequence: i,
+            message: "the loss mask and the response differ in length".into(),
+        });
+    }
     let global = counts(&seqs);
     let mut acc = GradientsAccumulator::<P>::new();
     let mut total = 0.0;

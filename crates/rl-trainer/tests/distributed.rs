@@ -78,6 +78,7 @@ fn train_seqs(b: &[Seq]) -> Vec<TrainSeq<'_>> {
             train: true,
             is_weights: None,
             keep: None,
+            sampled: None,
         })
         .collect()
 }

@@ -541,3 +541,102 @@ fn evaluation_goes_through_llama_server_and_matches_in_process_when_greedy() {
     let e = t.evaluate().unwrap_err().to_string();
     assert!(e.contains("llama"), "{e}");
 }
+
+/// A two-turn episode sampled by llama-server around a calculator observation (the Qwen3 chat
+/// template's tool turn, rendered once by the trainer's codec): the trainer's log-probs over
+/// prompt + trajectory at every sampled token equal the server's log-probs of those tokens,
+/// which it computed on the same ids as context — the sequence was never re-tokenised — and
+/// the observation tokens are outside the sampled mask.
+#[test]
+fn a_two_turn_episode_through_llama_server_is_scored_as_sampled() {
+    use rl_env::{Message, Trajectory, TurnCodec};
+    use rl_trainer::data::PromptRenderer;
+    use rl_trainer::episodes::ChatCodec;
+    use rl_trainer::tasks::ToolUseDemo;
+    use rl_trainer::tasks::tool_use::prompt;
+
+    let Some(bin) = llama_server() else { return };
+    let demo = ToolUseDemo::default();
+    let data = demo.data().unwrap();
+    let tok = data.tokenizer.clone();
+    let model: Qwen3<B> = data.model.init_seeded(17, &Default::default()).unwrap();
+    let dir = tmp("episode");
+    let gguf = export(&model, &tok, &dir);
+    let server = ManagedServer::start(
+        &bin,
+        LLAMA_SERVER_LAUNCH,
+        &gguf,
+        free_port(),
+        &server_args(),
+        &dir.join("server.log"),
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    let mut engine = LlamaCppEngine::new(
+        &server.url(),
+        RetryPolicy::default(),
+        0,
+        data.model.vocab_size,
+        2,
+        None,
+    )
+    .unwrap();
+    let end_ids = rl_trainer::end_token_ids(&tok);
+    let codec = ChatCodec {
+        tokenizer: &tok,
+        end_ids: &end_ids,
+        enable_thinking: true,
+    };
+    let renderer = PromptRenderer::new(&demo.train.data);
+    let prompt_ids = renderer
+        .render(&prompt(0, "347*58", "20126", "product"), &tok)
+        .unwrap();
+    let mut sample = |context: Vec<u32>, seed: u64| {
+        let mut r = engine
+            .generate(&[GenerateRequest {
+                prompt_ids: context,
+                n: 1,
+                params: SamplingParams {
+                    max_new_tokens: 10,
+                    stop_ids: end_ids.clone(),
+                    seed,
+                    ..SamplingParams::default()
+                },
+            }])
+            .unwrap();
+        r.remove(0).remove(0)
+    };
+    let mut traj = Trajectory::default();
+    let c1 = sample(prompt_ids.clone(), 5);
+    traj.push_turn(&c1);
+    let obs = codec.observation_ids(&[Message::tool("20126")]).unwrap();
+    traj.push_observation(&obs);
+    let c2 = sample([prompt_ids.clone(), traj.tokens.clone()].concat(), 6);
+    traj.push_turn(&c2);
+    traj.check().unwrap();
+    assert_eq!(traj.tokens, [c1.tokens.clone(), obs.clone(), c2.tokens.clone()].concat());
+    assert_eq!(
+        traj.sampled.iter().filter(|&&s| !s).count(),
+        obs.len(),
+        "only the observation is unsampled"
+    );
+    let ours = model
+        .logprobs_detached(
+            &[[prompt_ids.clone(), traj.tokens.clone()].concat()],
+            &[prompt_ids.len() - 1],
+            traj.len(),
+            1.0,
+        )
+        .unwrap()
+        .remove(0);
+    let mut worst = 0.0f32;
+    for j in (0..traj.len()).filter(|&j| traj.sampled[j]) {
+        worst = worst.max((ours[j] - traj.logprobs[j]).abs());
+    }
+    eprintln!(
+        "two-turn episode through llama-server: {} sampled + {} observation tokens, largest |log-prob difference| {worst:.2e}",
+        traj.sampled_len(),
+        obs.len()
+    );
+    assert!(worst < 1e-3, "{worst}");
+}

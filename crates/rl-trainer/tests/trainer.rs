@@ -189,6 +189,41 @@ fn loads_the_dapo_math_17k_layout_from_jsonl_and_parquet() {
     assert_eq!(sets[1], sets[2]);
 }
 
+/// Code test cases in the answer column (an object or an array) reach the verifier as their
+/// JSON text, which parses back to the same value; a boolean answer is still an error.
+#[test]
+fn structured_answers_are_passed_as_json_text() {
+    let dir = tmp("json-answers");
+    let p = dir.join("code.jsonl");
+    std::fs::write(
+        &p,
+        "{\"problem\": \"echo\", \"answer\": {\"inputs\": [\"1\\n\"], \"outputs\": [\"1\\n\"]}}\n\
+         {\"problem\": \"add\", \"answer\": [\"assert add(1, 2) == 3\"]}\n",
+    )
+    .unwrap();
+    let cfg = DataSection {
+        prompt_key: "problem".into(),
+        answer_key: "answer".into(),
+        ..DataSection::default()
+    };
+    let d = Dataset::load(&p, &cfg).unwrap();
+    let back = |i: usize| serde_json::from_str::<serde_json::Value>(&d.prompts[i].answer).unwrap();
+    assert_eq!(
+        back(0),
+        serde_json::json!({"inputs": ["1\n"], "outputs": ["1\n"]})
+    );
+    assert_eq!(back(1), serde_json::json!(["assert add(1, 2) == 3"]));
+    std::fs::write(&p, "{\"problem\": \"x\", \"answer\": true}\n").unwrap();
+    match Dataset::load(&p, &cfg) {
+        Err(TrainerError::Data {
+            record: 1, message, ..
+        }) => {
+            assert!(message.contains("`answer`"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn bad_records_name_the_file_record_and_column() {
     let dir = tmp("bad-data");

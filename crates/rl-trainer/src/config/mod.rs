@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use rl_advantage::EstimatorConfig;
+use rl_env::EnvConfig;
 use rl_loss::{Aggregation, LossConfig, PolicyLoss};
 use rl_models::{Checkpointing, LoraConfig, MemoryPlan};
 use rl_rollout::{RetryPolicy, SamplingParams};
@@ -176,6 +177,11 @@ pub struct RolloutSection {
     /// Where rollouts are generated (`[rollout.engine]`, default `kind = "local"`).
     #[serde(default)]
     pub engine: EngineConfig,
+    /// Multi-turn episodes (`[rollout.env]`, docs/agents.md): each rollout is an episode of
+    /// assistant turns and environment observations (tool calls and their results) instead of
+    /// one response. Absent: one assistant turn per rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<EnvConfig>,
 }
 
 /// The rollout engine (`[rollout.engine]`; docs/rollout.md).
@@ -498,6 +504,7 @@ impl Default for TrainConfig {
                 generation_batch: 0,
                 max_staleness: 0,
                 engine: EngineConfig::Local,
+                env: None,
             },
             batch: BatchSection {
                 groups_per_step: 32,

@@ -39,6 +39,15 @@ impl TrainConfig {
         self.filter.build().map_err(|e| config_error("filter", e))
     }
 
+    /// Responses verified at once: the sandbox's concurrency for the `code` verifier (each
+    /// verification waits on programs), 1 for the rule-based ones.
+    pub fn scoring_parallelism(&self) -> usize {
+        match &self.reward.verifier {
+            rl_verifier::VerifierConfig::Code(c) => c.sandbox.concurrency.max(1),
+            _ => 1,
+        }
+    }
+
     /// Cross-field checks; every message names the field.
     pub fn validate(&self) -> Result<(), TrainerError> {
         let bad = |field: &str, message: String| {
@@ -179,6 +188,45 @@ impl TrainConfig {
             .map_err(|e| config_error("reward.overlong", e))?;
         if let Some(l) = &self.model.lora {
             l.validate().map_err(|e| config_error("model.lora", e))?;
+        }
+        if let Some(env) = &self.rollout.env {
+            self.validate_env(env)?;
+        }
+        Ok(())
+    }
+
+    /// `[rollout.env]` and what multi-turn episodes do not support yet.
+    fn validate_env(&self, env: &rl_env::EnvConfig) -> Result<(), TrainerError> {
+        let bad = |field: &str, message: String| {
+            Err(TrainerError::Config {
+                field: field.into(),
+                message,
+            })
+        };
+        env.validate().map_err(|e| config_error("rollout.env", e))?;
+        if !self.data.chat_template {
+            return bad(
+                "data.chat_template",
+                "false with [rollout.env]: observations are appended through the chat \
+                 template's turn boundaries, so prompts must be rendered with it (true)"
+                    .into(),
+            );
+        }
+        if self.rollout.max_staleness > 0 {
+            return bad(
+                "rollout.max_staleness",
+                format!(
+                    "{} with [rollout.env]: multi-turn episodes run synchronously (0)",
+                    self.rollout.max_staleness
+                ),
+            );
+        }
+        if !self.probe.is_off() {
+            return bad(
+                "probe.steps",
+                "the Theorem 3.1 probe samples single responses; turn it off with [rollout.env]"
+                    .into(),
+            );
         }
         Ok(())
     }

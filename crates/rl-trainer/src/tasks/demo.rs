@@ -103,6 +103,7 @@ impl Default for ArithmeticDemo {
                 batch_size: 128,
                 seed: 0,
                 optim: SftConfig::default_optim(),
+                sort_by_length: false,
             },
             train,
         }
@@ -127,16 +128,7 @@ impl ArithmeticDemo {
     /// The default with the keys of a TOML document on top (any field, e.g. `sft.steps = 300`
     /// or `[train.optim] lr = 1e-4`); unknown keys are errors.
     pub fn from_toml_str(text: &str) -> Result<Self, TrainerError> {
-        let bad = |message: String| TrainerError::Config {
-            field: "<demo toml>".into(),
-            message,
-        };
-        let user: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
-        let mut merged = toml::Table::try_from(Self::default()).map_err(|e| bad(e.to_string()))?;
-        crate::config::merge_toml(&mut merged, user);
-        let demo: Self = toml::Value::Table(merged)
-            .try_into()
-            .map_err(|e: toml::de::Error| bad(e.to_string()))?;
+        let demo: Self = super::with_toml_overrides(Self::default(), text)?;
         demo.train.validate()?;
         Ok(demo)
     }
@@ -208,13 +200,7 @@ impl ArithmeticDemo {
     /// The default, or with `path` the default with that TOML file's overrides
     /// ([`ArithmeticDemo::from_toml_str`]).
     pub fn load(path: Option<&Path>) -> Result<Self, TrainerError> {
-        match path {
-            Some(p) => {
-                let text = std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e))?;
-                Self::from_toml_str(&text)
-            }
-            None => Ok(Self::default()),
-        }
+        super::load_demo(path, Self::from_toml_str)
     }
 
     /// Builds the tokenizer, the split and the model config.
@@ -255,7 +241,7 @@ impl ArithmeticDemo {
             let prompt = renderer.render(p, &data.tokenizer)?;
             let mut response = data.tokenizer.encode(&ArithmeticTask::response(p))?;
             response.push(end[0]);
-            pairs.push((prompt, response));
+            pairs.push(crate::SftExample::from((prompt, response)));
         }
         let sft = SftConfig { seed, ..self.sft };
         crate::supervised_warm_start(model, &pairs, &sft, device, on_step)

@@ -18,7 +18,41 @@ use crate::TrainerError;
 use crate::data::{Dataset, Prompt, PromptText};
 
 pub mod demo;
+pub mod tool_use;
 pub use demo::ArithmeticDemo;
+pub use tool_use::ToolUseDemo;
+
+/// `default` with the keys of a TOML document on top (any field, nested tables merged key by
+/// key); unknown keys are errors. The embedded runs' `--demo FILE`.
+pub(crate) fn with_toml_overrides<T: Serialize + serde::de::DeserializeOwned>(
+    default: T,
+    text: &str,
+) -> Result<T, TrainerError> {
+    let bad = |message: String| TrainerError::Config {
+        field: "<demo toml>".into(),
+        message,
+    };
+    let user: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+    let mut merged = toml::Table::try_from(default).map_err(|e| bad(e.to_string()))?;
+    crate::config::merge_toml(&mut merged, user);
+    toml::Value::Table(merged)
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(e.to_string()))
+}
+
+/// The default demo, or with `path` the default with that file's overrides (`parse`).
+pub(crate) fn load_demo<T: Default>(
+    path: Option<&std::path::Path>,
+    parse: impl FnOnce(&str) -> Result<T, TrainerError>,
+) -> Result<T, TrainerError> {
+    match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e))?;
+            parse(&text)
+        }
+        None => Ok(T::default()),
+    }
+}
 
 /// Characters of every prompt and response of the task.
 pub const ALPHABET: &str = "0123456789+-*= :\n";

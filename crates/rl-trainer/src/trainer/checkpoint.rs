@@ -10,7 +10,7 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_rollout::Completion;
 use serde::{Deserialize, Serialize};
 
-use super::{Start, SubmittedRound, Trainer, TrainerState};
+use super::{RoundReply, Start, SubmittedRound, Trainer, TrainerState};
 use crate::TrainerError;
 use crate::config::TrainConfig;
 use crate::engine::Pending;
@@ -104,7 +104,16 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         // trains on the same rollouts (they were generated with the previous weights).
         let inflight = match self.prefetched.take() {
             Some(round) => {
-                let completions = round.pending.wait()?;
+                let RoundReply::Completions(pending) = round.reply else {
+                    // Config validation keeps multi-turn runs synchronous: no round is ever
+                    // prefetched for them.
+                    return Err(err(
+                        "a prefetched multi-turn round cannot be saved (rollout.max_staleness \
+                         must be 0 with [rollout.env])"
+                            .into(),
+                    ));
+                };
+                let completions = pending.wait()?;
                 let saved = SavedRound {
                     prompts: round.prompts.clone(),
                     completions: completions.clone(),
@@ -112,7 +121,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 self.prefetched = Some(SubmittedRound {
                     prompts: round.prompts,
                     owned: round.owned,
-                    pending: Pending::Ready(Ok(completions)),
+                    reply: RoundReply::Completions(Pending::Ready(Ok(completions))),
                 });
                 Some(serde_json::to_string(&saved).map_err(|e| err(e.to_string()))?)
             }

@@ -48,6 +48,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             tokenizer: &self.prompts.tokenizer,
             end_ids: &self.prompts.end_ids,
             verifier: self.verifier.as_ref(),
+            episodes: self.episodes.as_ref(),
+            enable_thinking: self.prompts.renderer().enable_thinking(),
         };
         let engine = &mut self.engine;
         let mut records = Vec::with_capacity(n * e.k);

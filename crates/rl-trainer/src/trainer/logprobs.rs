@@ -107,7 +107,13 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             ..ImportanceWeights::default()
         };
         for (i, (r, o)) in items.iter().zip(old).enumerate() {
-            let w = importance_of(&self.is_correction, i, o, &r.rollout_logp)?;
+            let w = importance_of(
+                &self.is_correction,
+                i,
+                o,
+                &r.rollout_logp,
+                r.sampled.as_deref(),
+            )?;
             if r.train {
                 out.stats.merge(&w.stats);
             }

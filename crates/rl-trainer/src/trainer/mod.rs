@@ -49,13 +49,16 @@ pub(crate) use checkpoint::atomic_dir;
 pub use checkpoint::{config_diff, latest_checkpoint};
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
-pub use rounds::{CollectedBatch, GenerationStats, ReceivedRound, SubmittedRound};
+pub use rounds::{
+    CollectedBatch, EpisodeStats, GenerationStats, ReceivedRound, RoundReply, SubmittedRound,
+};
 pub use update::{TrainBatch, UpdateStats, plan_minibatches};
 
 use crate::TrainerError;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, SamplerState};
 use crate::engine::{EngineHandle, LocalEngine, Pending, build_engine};
+use crate::episodes::Episodes;
 use crate::memory::PhasePeak;
 use crate::metrics::{
     MetricsWriter, PhasePeaks, PhaseTimes, StepMetrics, StepRecord, step_metrics,
@@ -159,6 +162,7 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     prefetched: Option<SubmittedRound>,
     is_correction: IsCorrection,
     parallel: DataParallel<B::InnerBackend>,
+    episodes: Option<Episodes>,
 }
 
 /// The files a run appends to while it runs (rank 0 only).
@@ -252,7 +256,17 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let verifier = config.build_verifier()?;
         let estimator = config.build_estimator()?;
         let batcher = DynamicBatcher::new(config.batch, config.build_filter()?)?;
-        let prompts = Prompts::new(&config, tokenizer, train, eval)?;
+        let episodes = config
+            .rollout
+            .env
+            .as_ref()
+            .map(Episodes::from_config)
+            .transpose()?;
+        let tools = episodes
+            .as_ref()
+            .map(|e| e.tools_in_prompt.clone())
+            .unwrap_or_default();
+        let prompts = Prompts::new(&config, tokenizer, train, eval, tools)?;
         let allowed_vocab = config
             .model
             .allowed_vocab_size
@@ -278,7 +292,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let prefetched = inflight.map(|r| SubmittedRound {
             owned: parallel.owned(r.prompts.len()),
             prompts: r.prompts,
-            pending: Pending::Ready(Ok(r.completions)),
+            reply: RoundReply::Completions(Pending::Ready(Ok(r.completions))),
         });
         let mut trainer = Self {
             config,
@@ -298,6 +312,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             prefetched,
             is_correction,
             parallel,
+            episodes,
         };
         // A remote engine that serves another version (a fresh server: the base model) gets
         // this run's weights before the first round.
@@ -389,6 +404,23 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             self.config.rollout.generation_batch,
             Some(self.allowed_vocab),
         )
+    }
+
+    /// Runs episodes in `factory`'s environments instead of the one `[rollout.env]` names,
+    /// with that section's bounds (which must be present: it also turns multi-turn rollouts
+    /// on). Prompts show no tool list: put one in the data if the environment needs it.
+    pub fn with_environment(
+        mut self,
+        factory: std::sync::Arc<dyn rl_env::EnvironmentFactory>,
+    ) -> Result<Self, TrainerError> {
+        let Some(env) = &self.config.rollout.env else {
+            return Err(TrainerError::Config {
+                field: "rollout.env".into(),
+                message: "a custom environment needs the [rollout.env] section (its bounds)".into(),
+            });
+        };
+        self.episodes = Some(Episodes::custom(factory, env));
+        Ok(self)
     }
 
     /// The importance-sampling correction in use (`auto` resolved).

@@ -8,6 +8,7 @@ use rl_models::Tokenizer;
 use crate::TrainerError;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, PromptRenderer};
+use crate::episodes::ChatCodec;
 use crate::scoring::RoundPrompt;
 
 use super::end_token_ids;
@@ -34,8 +35,9 @@ impl Prompts {
         tokenizer: Tokenizer,
         train: Dataset,
         eval: Option<Dataset>,
+        tools: Vec<String>,
     ) -> Result<Self, TrainerError> {
-        let renderer = PromptRenderer::new(&config.data);
+        let renderer = PromptRenderer::new(&config.data).with_tools(tools);
         for p in eval.iter().flat_map(|d| &d.prompts) {
             renderer.render(p, &tokenizer)?;
         }
@@ -72,6 +74,16 @@ impl Prompts {
     /// How prompts are rendered (template, chat template).
     pub(crate) fn renderer(&self) -> &PromptRenderer {
         &self.renderer
+    }
+
+    /// Decodes turns and renders observations of multi-turn episodes with this tokenizer and
+    /// the chat template's settings.
+    pub(crate) fn codec(&self) -> ChatCodec<'_> {
+        ChatCodec {
+            tokenizer: &self.tokenizer,
+            end_ids: &self.end_ids,
+            enable_thinking: self.renderer.enable_thinking(),
+        }
     }
 
     /// Renders the training prompts `idx` (so that [`Prompts::round`] can borrow them).

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use burn::tensor::backend::AutodiffBackend;
 use rand::RngCore;
 use rl_advantage::GroupId;
-use rl_rollout::{Completion, FinishReason, staleness};
+use rl_env::{EpisodeStart, Task, Trajectory};
+use rl_rollout::{FinishReason, staleness};
 use rl_sampler::{BatchReport, RolloutGroup};
 use rl_verifier::OutcomeCounts;
 
@@ -24,24 +25,33 @@ use crate::parallel::{DroppedGroups, RoundShare, own_requests};
 use crate::policy::Policy;
 use crate::scoring::{ScoredResponse, Scorer, group_completions, round_requests};
 
-/// A round handed to the engine: the prompts (data-set indices) and its completions to come.
+/// A round handed to the engine: the prompts (data-set indices) and its rollouts to come.
 pub struct SubmittedRound {
     /// Data-set indices of the round's prompts.
     pub prompts: Vec<usize>,
     /// The positions in `prompts` this worker generates (all of them in a single process).
     pub owned: Vec<usize>,
     /// The engine's answer.
-    pub pending: Pending,
+    pub reply: RoundReply,
 }
 
-/// A round's completions as received, without the groups that may not be trained on.
+/// What a submitted round is waiting for.
+pub enum RoundReply {
+    /// One completion per rollout, from the engine (possibly still generating).
+    Completions(Pending),
+    /// Multi-turn episodes (`[rollout.env]`), already run to their end, G per owned prompt in
+    /// prompt order.
+    Episodes(Vec<Trajectory>),
+}
+
+/// A round's rollouts as received, without the groups that may not be trained on.
 pub struct ReceivedRound {
     /// The kept prompts' positions in the round.
     pub positions: Vec<usize>,
     /// Their data-set indices.
     pub prompts: Vec<usize>,
-    /// Their G completions each.
-    pub completions: Vec<Vec<Completion>>,
+    /// Their G rollouts each (a single-turn completion is a one-turn trajectory).
+    pub completions: Vec<Vec<Trajectory>>,
     /// The groups dropped: staler than `rollout.max_staleness`, or aborted by the engine.
     pub dropped: DroppedGroups,
 }
@@ -77,6 +87,40 @@ pub struct GenerationStats {
     pub report: BatchReport,
     /// Groups dropped before scoring: staler than `rollout.max_staleness`, or aborted.
     pub dropped: DroppedGroups,
+    /// Turns and tool use of the generated episodes (multi-turn runs).
+    pub episodes: EpisodeStats,
+}
+
+/// Sums over generated multi-turn episodes.
+#[derive(Clone, Debug, Default)]
+pub struct EpisodeStats {
+    /// Episodes.
+    pub episodes: usize,
+    /// Assistant turns.
+    pub turns: usize,
+    /// Tool calls.
+    pub tool_calls: usize,
+    /// Episodes with at least one tool call.
+    pub with_tool_calls: usize,
+    /// Tool calls answered with an error.
+    pub tool_errors: usize,
+    /// Observation tokens appended.
+    pub observation_tokens: usize,
+    /// Episodes by how they ended.
+    pub ends: BTreeMap<String, usize>,
+}
+
+impl EpisodeStats {
+    /// Adds one episode with `observation_tokens` observation tokens.
+    pub fn observe(&mut self, e: &crate::scoring::EpisodeSummary, observation_tokens: usize) {
+        self.episodes += 1;
+        self.turns += e.turns;
+        self.tool_calls += e.tool_calls;
+        self.with_tool_calls += (e.tool_calls > 0) as usize;
+        self.tool_errors += e.tool_errors;
+        self.observation_tokens += observation_tokens;
+        *self.ends.entry(e.end.name().to_string()).or_default() += 1;
+    }
 }
 
 impl GenerationStats {
@@ -89,7 +133,11 @@ impl GenerationStats {
                 self.reward_sum += it.reward;
                 self.correct += it.correct as usize;
                 self.truncated += (it.finish == FinishReason::Length) as usize;
-                self.gen_tokens += it.response.len();
+                self.gen_tokens += it.sampled_len();
+                if let Some(e) = &it.episode {
+                    self.episodes
+                        .observe(e, it.response.len() - it.sampled_len());
+                }
                 if let Some(t) = &it.tier {
                     let e = self.tiers.entry(t.clone()).or_default();
                     e.0 += it.correct as usize;
@@ -109,6 +157,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// Generation phase, first half: samples the next round's prompts (as many as
     /// [`rl_sampler::RoundSizing`] says for the groups still needed), draws one seed per chunk of
     /// `rollout.generation_batch` sequences and hands this worker's requests to the engine.
+    /// With `[rollout.env]` it draws one seed per episode and runs this worker's episodes to
+    /// their end here, one engine call per turn ([`crate::episodes::Episodes::run`]).
     pub fn submit_round(&mut self) -> Result<SubmittedRound, TrainerError> {
         let r = &self.config.rollout;
         let needed = self
@@ -125,22 +175,58 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let rendered = self.prompts.render(&idx)?;
         let prompts = self.prompts.round(&idx, rendered);
         let params = r.sampling(&self.prompts.end_ids);
-        let rng = &mut self.state.rng;
-        let mut seeds = || rng.next_u64();
-        let requests = round_requests(
-            &prompts,
-            r.group_size,
-            &params,
-            r.generation_batch,
-            &mut seeds,
-        );
         let owned = self.parallel.owned(idx.len());
-        let requests = own_requests(requests, &owned, r.group_size);
-        let pending = self.engine.submit(requests)?;
+        let reply = match self.episodes.clone() {
+            None => {
+                let rng = &mut self.state.rng;
+                let mut seeds = || rng.next_u64();
+                let requests = round_requests(
+                    &prompts,
+                    r.group_size,
+                    &params,
+                    r.generation_batch,
+                    &mut seeds,
+                );
+                let requests = own_requests(requests, &owned, r.group_size);
+                RoundReply::Completions(self.engine.submit(requests)?)
+            }
+            Some(episodes) => {
+                // One seed per episode, drawn for every prompt of the round (the same draws on
+                // every worker); this worker runs its own prompts' episodes.
+                let group_size = r.group_size;
+                let seeds: Vec<u64> = (0..prompts.len() * group_size)
+                    .map(|_| self.state.rng.next_u64())
+                    .collect();
+                let mut starts = Vec::with_capacity(owned.len() * group_size);
+                for &pos in &owned {
+                    let p = &prompts[pos];
+                    for j in 0..group_size {
+                        starts.push(EpisodeStart {
+                            prompt_ids: p.ids.clone(),
+                            task: Task {
+                                index: p.index,
+                                answer: p.answer.to_string(),
+                                metadata: serde_json::Value::Null,
+                            },
+                            seed: seeds[pos * group_size + j],
+                        });
+                    }
+                }
+                let codec = self.prompts.codec();
+                let engine = &mut self.engine;
+                let trajectories = episodes.run(
+                    &codec,
+                    &params,
+                    &mut |reqs| engine.submit(reqs)?.wait(),
+                    &starts,
+                )?;
+                RoundReply::Episodes(trajectories)
+            }
+        };
         Ok(SubmittedRound {
             prompts: idx,
             owned,
-            pending,
+            reply,
         })
     }
 
@@ -149,7 +235,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// with a completion more than `rollout.max_staleness` versions behind the policy of this
     /// step, or aborted by the engine — which it counts.
     pub fn receive_round(&self, round: SubmittedRound) -> Result<ReceivedRound, TrainerError> {
-        let replies = round.pending.wait()?;
+        let replies: Vec<Vec<Trajectory>> = match round.reply {
+            RoundReply::Completions(pending) => pending
+                .wait()?
+                .into_iter()
+                .map(|r| r.into_iter().map(Trajectory::from_completion).collect())
+                .collect(),
+            RoundReply::Episodes(t) => vec![t],
+        };
         let groups = group_completions(replies, round.owned.len(), self.config.rollout.group_size)?;
         let policy_version = self.state.step as u64;
         let k = self.config.rollout.max_staleness as u64;
@@ -160,8 +253,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             dropped: DroppedGroups::default(),
         };
         for (pos, g) in round.owned.into_iter().zip(groups) {
-            let stale = g.iter().any(|c| staleness(policy_version, c.version) > k);
-            let aborted = g.iter().any(|c| c.finish == FinishReason::Abort);
+            let stale = g.iter().any(|c| staleness(policy_version, c.version()) > k);
+            let aborted = g.iter().any(|c| c.finish() == FinishReason::Abort);
             if stale || aborted {
                 out.dropped.add(DroppedGroups {
                     groups: 1,
@@ -187,6 +280,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             overlong: self.config.reward.overlong,
             tokenizer: &self.prompts.tokenizer,
             end_ids: &self.prompts.end_ids,
+            multi_turn: self.episodes.is_some(),
+            parallelism: self.config.scoring_parallelism(),
         };
         let mut outcomes = OutcomeCounts::default();
         let groups = scorer.score_round(&prompts, received.completions, &mut outcomes)?;

@@ -141,6 +141,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                         train: r.train,
                         is_weights: weighted.then(|| is.weights[i].as_slice()),
                         keep: weighted.then(|| is.keep[i].as_slice()),
+                        sampled: r.sampled.as_deref(),
                     });
                     stats.trained_tokens += r.prompt_ids.len() + r.response.len();
                 }

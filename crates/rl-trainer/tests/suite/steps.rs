@@ -198,6 +198,7 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
             train: true,
             is_weights: None,
             keep: None,
+            sampled: None,
         };
         let out = policy_update(model.clone(), &mut optim, settings(&c), &[seq], &dev()).unwrap();
         assert!(out.applied);
@@ -239,6 +240,7 @@ fn old_log_probs_of_the_wrong_length_are_an_error() {
             train: true,
             is_weights: None,
             keep: None,
+            sampled: None,
         };
         let e = policy_update(model.clone(), &mut optim, settings(&c), &[seq], &dev())
             .err()
