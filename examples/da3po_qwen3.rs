@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
-use rlvr::backend::{BackendJob, BackendKind, run_on};
+use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
 use rlvr::cli::train;
 use rlvr::demo::ArithmeticDemo;
 use rlvr::trainer::{TrainConfig, TrainerError};
@@ -138,15 +138,5 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 fn main() {
     rl_models::allocator::tune_for_tensors();
     let args = Args::parse();
-    match run_on(args.backend, Job(args.clone())) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    }
+    run_or_exit(args.backend, Job(args.clone()));
 }

@@ -23,7 +23,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use rlvr::backend::{BackendKind, run_on};
+use rlvr::backend::{BackendKind, run_or_exit};
 use rlvr::datamix::experiment::{ExperimentConfig, MethodConfig};
 use rlvr::mixing::MixingJob;
 
@@ -124,17 +124,7 @@ fn main() {
         out_dir: args.out.clone(),
         log: &mut stderr,
     };
-    let summary = match run_on(args.backend, job) {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    };
+    let summary = run_or_exit(args.backend, job);
 
     // 3. The result tables.
     println!("{}", summary.to_markdown());

@@ -23,12 +23,12 @@ use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
-use rlvr::backend::{BackendJob, BackendKind, run_on};
+use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
 use rlvr::cli::progress::Progress;
 use rlvr::models::Qwen3;
 use rlvr::trainer::benchmark::read_samples;
 use rlvr::trainer::tasks::ToolUseDemo;
-use rlvr::trainer::{Trainer, TrainerError, read_metrics};
+use rlvr::trainer::{TrainConfig, Trainer, TrainerError};
 
 #[derive(Parser, Debug, Clone)]
 #[command(about = "Multi-turn RL with a calculator tool on a tiny Qwen3 (embedded, offline)")]
@@ -107,7 +107,6 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device) -> Result<(), Trainer
         t0.elapsed().as_secs_f64(),
         dir.display()
     );
-    let out = config.out_dir.clone();
     let mut trainer = Trainer::new(
         config,
         model,
@@ -120,7 +119,7 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device) -> Result<(), Trainer
     let mut progress = Progress::new(true);
     trainer.run(|e| progress.on_event(e))?;
     println!("RL done in {:.0}s", t1.elapsed().as_secs_f64());
-    report(&out)?;
+    report(trainer.config())?;
     println!("total {:.0}s", t0.elapsed().as_secs_f64());
     Ok(())
 }
@@ -129,63 +128,47 @@ fn range((lo, hi): (i64, i64)) -> String {
     format!("[{lo}..{hi}]")
 }
 
-/// Held-out accuracy by tier and tool-call rate before → after, one episode's transcript, and
-/// the learning curve.
-fn report(out: &std::path::Path) -> Result<(), TrainerError> {
-    let metrics = read_metrics(&out.join("metrics.jsonl"))?;
+/// Held-out accuracy by tier before → after and the learning curve (as `rlvr train` reports
+/// them), then the tool-call rate and one episode's transcript.
+fn report(config: &TrainConfig) -> Result<(), TrainerError> {
+    let metrics = rlvr::cli::train::report(config)?;
     let evals: Vec<_> = metrics
         .iter()
         .filter_map(|m| m.eval.as_ref().map(|e| (m.step, e)))
         .collect();
-    if let (Some((s0, first)), Some((s1, last))) = (evals.first(), evals.last()) {
-        println!("held-out (avg@{}), step {s0} -> step {s1}:", last.overall.k);
-        for (tier, a) in &first.tiers {
-            if let Some(b) = last.tiers.get(tier) {
-                println!(
-                    "  {tier:<8} accuracy  {:.3} -> {:.3} ({:+.3})",
-                    a.avg_at_k,
-                    b.avg_at_k,
-                    b.avg_at_k - a.avg_at_k
-                );
-            }
-        }
-        println!(
-            "  overall  accuracy  {:.3} -> {:.3} ({:+.3}), s.e. {:.3} / {:.3}",
-            first.overall.avg_at_k,
-            last.overall.avg_at_k,
-            last.overall.avg_at_k - first.overall.avg_at_k,
-            first.overall.avg_std_error,
-            last.overall.avg_std_error
-        );
-        if let (Some(a), Some(b)) = (first.tool_call_rate, last.tool_call_rate) {
-            println!("  overall  tool-call rate {a:.3} -> {b:.3} ({:+.3})", b - a);
-        }
-        let samples = read_samples(
-            &out.join(format!("eval/step-{s1:06}.jsonl")),
-            last.overall.k,
-        )?;
-        if let Some(s) = samples
-            .iter()
-            .find(|s| s.correct && s.tool_calls.unwrap_or(0) > 0)
-        {
-            println!(
-                "a held-out episode after training (prompt {}):\n{}",
-                s.prompt,
-                s.transcript.as_deref().unwrap_or(&s.text)
-            );
-        }
-    }
-    let png = out.join("learning_curve.png");
-    rlvr::report::plot_run(&metrics, "tool use (DA3PO)", &png).map_err(|e| {
-        TrainerError::Metrics {
-            path: png.display().to_string(),
-            message: format!("drawing the learning curve: {e}"),
-        }
-    })?;
+    let (Some((_, first)), Some((last_step, last))) = (evals.first(), evals.last()) else {
+        return Ok(());
+    };
     println!(
-        "run folder: {} (config.toml, metrics.jsonl, eval/, warm_start/, learning_curve.png)",
-        out.display()
+        "overall  avg@{}: {:.3} -> {:.3} (s.e. {:.3} / {:.3})",
+        last.overall.k,
+        first.overall.avg_at_k,
+        last.overall.avg_at_k,
+        first.overall.avg_std_error,
+        last.overall.avg_std_error
     );
+    if let (Some(a), Some(b)) = (first.tool_call_rate, last.tool_call_rate) {
+        println!(
+            "tool-call rate (held-out): {a:.3} -> {b:.3} ({:+.3})",
+            b - a
+        );
+    }
+    let samples = read_samples(
+        &config
+            .out_dir
+            .join(format!("eval/step-{last_step:06}.jsonl")),
+        last.overall.k,
+    )?;
+    if let Some(s) = samples
+        .iter()
+        .find(|s| s.correct && s.tool_calls.unwrap_or(0) > 0)
+    {
+        println!(
+            "a held-out episode after training (prompt {}):\n{}",
+            s.prompt,
+            s.transcript.as_deref().unwrap_or(&s.text)
+        );
+    }
     Ok(())
 }
 
@@ -195,15 +178,5 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 fn main() {
     rl_models::allocator::tune_for_tensors();
     let args = Args::parse();
-    match run_on(args.backend, Job(args.clone())) {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            eprintln!("error: {e}");
-            std::process::exit(1);
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            std::process::exit(2);
-        }
-    }
+    run_or_exit(args.backend, Job(args.clone()));
 }

@@ -110,3 +110,22 @@ pub fn run_on<J: BackendJob>(kind: BackendKind, job: J) -> Result<J::Output, Bac
         }),
     }
 }
+
+/// [`run_on`] for a program's `main`: the job's value, or its error (exit code 1) or an
+/// uncompiled backend (exit code 2) printed as `error: …` and the process ended.
+pub fn run_or_exit<T, E: std::fmt::Display, J: BackendJob<Output = Result<T, E>>>(
+    kind: BackendKind,
+    job: J,
+) -> T {
+    match run_on(kind, job) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    }
+}

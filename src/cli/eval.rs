@@ -249,18 +249,9 @@ impl BackendJob for Job<'_> {
             .create(true)
             .open(&samples_path)
             .map_err(|e| TrainerError::io(&samples_path, e))?;
-        let episodes = config
-            .rollout
-            .env
-            .as_ref()
-            .map(Episodes::from_config)
-            .transpose()?;
-        let renderer = PromptRenderer::new(&config.data).with_tools(
-            episodes
-                .as_ref()
-                .map(|e| e.tools_in_prompt.clone())
-                .unwrap_or_default(),
-        );
+        let episodes = Episodes::of(&config)?;
+        let renderer =
+            PromptRenderer::new(&config.data).with_tools(Episodes::prompt_tools(episodes.as_ref()));
         let scoring = Scoring {
             renderer: &renderer,
             tokenizer: &tokenizer,

@@ -9,7 +9,9 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_models::{Qwen3, Tokenizer};
 use rl_trainer::data::Dataset;
 use rl_trainer::distributed::{Topology, Worker, WorkerConfig};
-use rl_trainer::{EvalReport, TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics};
+use rl_trainer::{
+    EvalReport, StepMetrics, TrainConfig, Trainer, TrainerError, latest_checkpoint, read_metrics,
+};
 
 use super::progress::Progress;
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
@@ -244,7 +246,9 @@ fn print_eval(label: &str, e: &EvalReport) {
 }
 
 /// Summarises a finished run from its metrics file and draws `learning_curve.png`.
-fn report(config: &TrainConfig) -> Result<(), TrainerError> {
+/// After a run: the held-out avg@k by tier at the first and last evaluation, the learning curve
+/// (`out_dir/learning_curve.png`) and the run folder; returns the run's metrics.
+pub fn report(config: &TrainConfig) -> Result<Vec<StepMetrics>, TrainerError> {
     let out = &config.out_dir;
     let metrics = read_metrics(&out.join("metrics.jsonl"))?;
     let evals: Vec<_> = metrics
@@ -277,7 +281,7 @@ fn report(config: &TrainConfig) -> Result<(), TrainerError> {
         "run folder: {} (config.toml, metrics.jsonl, checkpoints/, learning_curve.png)",
         out.display()
     );
-    Ok(())
+    Ok(metrics)
 }
 
 /// The embedded arithmetic run: tokenizer, split, seeded tiny Qwen3, supervised warm-start
@@ -447,7 +451,7 @@ fn finish<B: AutodiffBackend>(
 ) -> Result<(), TrainerError> {
     trainer.take_parallel().leave()?;
     if leader {
-        report(trainer.config())
+        report(trainer.config()).map(drop)
     } else {
         Ok(())
     }

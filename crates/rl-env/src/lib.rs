@@ -24,6 +24,54 @@
 //!
 //! The trainer side ([`TurnCodec`]: decoding turns, rendering observations through the chat
 //! template) lives with the tokenizer, in `rl-trainer`.
+//!
+//! ## Writing an environment
+//!
+//! One `step` per finished assistant turn; the outcome reward of the final answer comes from
+//! the trainer's verifier, `Step::reward` adds a contribution:
+//!
+//! ```
+//! use rl_env::{AssistantTurn, EnvError, Environment, EnvironmentFactory, Message, Observation,
+//!              Step, Task};
+//! use rl_rollout::FinishReason;
+//!
+//! /// Guess a number with "higher" / "lower" hints.
+//! struct Guess { target: i64 }
+//!
+//! impl Environment for Guess {
+//!     fn step(&mut self, turn: &AssistantTurn<'_>) -> Result<Step, EnvError> {
+//!         let hint = match turn.text.trim().parse::<i64>() {
+//!             Ok(n) if n == self.target => return Ok(Step::done()),
+//!             Ok(n) if n < self.target => "higher",
+//!             Ok(_) => "lower",
+//!             Err(_) => "answer with a number",
+//!         };
+//!         Ok(Step {
+//!             observation: Some(Observation::Messages(vec![Message::user(hint)])),
+//!             reward: -0.05,
+//!             done: false,
+//!             tool_calls: 0,
+//!             tool_errors: 0,
+//!         })
+//!     }
+//! }
+//!
+//! struct Guesses;
+//!
+//! impl EnvironmentFactory for Guesses {
+//!     fn name(&self) -> String { "guess".into() }
+//!     fn create(&self, task: &Task) -> Result<Box<dyn Environment>, EnvError> {
+//!         Ok(Box::new(Guess { target: task.answer.parse().unwrap_or(0) }))
+//!     }
+//! }
+//!
+//! let task = Task { answer: "42".into(), ..Task::default() };
+//! let mut env = Guesses.create(&task).unwrap();
+//! let turn = |text| AssistantTurn { index: 0, tokens: &[], text, finish: FinishReason::Stop };
+//! let step = env.step(&turn("17")).unwrap();
+//! assert_eq!(step.observation, Some(Observation::Messages(vec![Message::user("higher")])));
+//! assert!(env.step(&turn("42")).unwrap().done);
+//! ```
 
 #![deny(missing_docs)]
 

@@ -105,6 +105,24 @@ impl Episodes {
         })
     }
 
+    /// The environment of `config.rollout.env` (`None` without the section).
+    pub fn of(config: &crate::TrainConfig) -> Result<Option<Self>, TrainerError> {
+        config
+            .rollout
+            .env
+            .as_ref()
+            .map(Self::from_config)
+            .transpose()
+    }
+
+    /// The tool definitions prompts show (none without episodes or with `tools_in_prompt`
+    /// off).
+    pub fn prompt_tools(episodes: Option<&Self>) -> Vec<String> {
+        episodes
+            .map(|e| e.tools_in_prompt.clone())
+            .unwrap_or_default()
+    }
+
     /// A custom environment with `config`'s bounds (its `tools` settings are not used; no tool
     /// list is shown in prompts).
     pub fn custom(factory: Arc<dyn EnvironmentFactory>, config: &EnvConfig) -> Self {

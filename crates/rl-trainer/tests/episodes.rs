@@ -678,3 +678,117 @@ fn scoring_on_threads_equals_scoring_in_order() {
         }
     }
 }
+
+/// An engine that writes Python: the first sample of every request a correct `a + b` reader,
+/// the others a program that prints the product (wrong unless a + b = a·b).
+struct CodeWriter {
+    tok: Tokenizer,
+    version: WeightVersion,
+}
+
+impl RolloutEngine for CodeWriter {
+    fn name(&self) -> String {
+        "code-writer".into()
+    }
+
+    fn generate(
+        &mut self,
+        requests: &[GenerateRequest],
+    ) -> Result<Vec<Vec<Completion>>, EngineError> {
+        let im_end = self.tok.special_id("<|im_end|>").unwrap();
+        let programs = [
+            "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
+            "```python\na, b = map(int, input().split())\nprint(a * b)\n```",
+        ];
+        Ok(requests
+            .iter()
+            .map(|r| {
+                (0..r.n)
+                    .map(|k| {
+                        let mut tokens = self.tok.encode(programs[(k > 0) as usize]).unwrap();
+                        tokens.push(im_end);
+                        Completion {
+                            logprobs: vec![-0.5; tokens.len()],
+                            tokens,
+                            finish: FinishReason::Stop,
+                            version: self.version,
+                        }
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+
+    fn update_weights(
+        &mut self,
+        _weights: WeightsRef,
+        version: WeightVersion,
+    ) -> Result<WeightVersion, EngineError> {
+        self.version = version;
+        Ok(version)
+    }
+
+    fn version(&self) -> WeightVersion {
+        self.version
+    }
+
+    fn weights_kind(&self) -> WeightsKind {
+        WeightsKind::InProcess
+    }
+}
+
+/// `reward.verifier = { name = "code" }` with test cases from the data's answer column (JSON):
+/// each prompt's first sample passes its stdin/stdout tests, the other three print a product
+/// and fail (by hand: 2+3 → 5 vs 6, 4+4 → 8 vs 16), so accuracy is 1/4 and every group is mixed;
+/// the responses are verified on the sandbox's two slots at once.
+#[test]
+fn the_code_verifier_scores_rollouts_in_the_trainer() {
+    let demo = ToolUseDemo::default();
+    let data = demo.data().unwrap();
+    let tok = data.tokenizer.clone();
+    let mut c: TrainConfig = TrainConfig::default();
+    c.apply_preset("dapo").unwrap();
+    c.out_dir = common::tmp("episodes", "code");
+    c.steps = 1;
+    c.data.template = rl_trainer::config::PromptTemplate::Raw;
+    c.data.chat_template = true;
+    c.rollout.group_size = 4;
+    c.rollout.prompts_per_round = 2;
+    c.rollout.max_new_tokens = 96;
+    c.batch.groups_per_step = 2;
+    c.batch.max_gen_rounds = 1;
+    c.optim.mini_batches = 1;
+    c.checkpoint.every = 0;
+    c.eval.every = 0;
+    c.reward.verifier = serde_json::from_str(r#"{"name": "code"}"#).unwrap();
+    c.reward.rewards = None;
+    assert_eq!(c.scoring_parallelism(), 2);
+    let tests = |a: i64, b: i64| {
+        serde_json::json!({"inputs": [format!("{a} {b}\n")], "outputs": [format!("{}\n", a + b)]})
+            .to_string()
+    };
+    let train = Dataset {
+        prompts: vec![
+            prompt(0, "Read a and b; print a+b.", &tests(2, 3), "code"),
+            prompt(1, "Read a and b; print a+b.", &tests(4, 4), "code"),
+        ],
+    };
+    let mut t = Trainer::<B, Qwen3<B>>::new(
+        c,
+        data.model.init_seeded(1, &Default::default()).unwrap(),
+        tok.clone(),
+        train,
+        None,
+        Default::default(),
+    )
+    .unwrap()
+    .with_engine(Box::new(CodeWriter { tok, version: 0 }))
+    .unwrap();
+    let m = t.step().unwrap();
+    assert_eq!(m.responses_generated, 8);
+    assert_eq!(m.acc, 0.25);
+    assert_eq!(m.outcomes.get("correct"), Some(&2));
+    assert_eq!(m.outcomes.get("incorrect"), Some(&6));
+    assert_eq!(m.groups_kept, 2);
+    assert!(m.loss.is_finite());
+}

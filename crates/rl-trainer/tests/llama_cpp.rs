@@ -104,6 +104,21 @@ fn server_args() -> Vec<String> {
     .collect()
 }
 
+/// llama-server on `gguf` at a free 127.0.0.1 port with the tests' arguments, logging to
+/// `dir/server.log`; stopped when dropped.
+fn start_server(bin: &Path, gguf: &Path, dir: &Path) -> ManagedServer {
+    ManagedServer::start(
+        bin,
+        LLAMA_SERVER_LAUNCH,
+        gguf,
+        free_port(),
+        &server_args(),
+        &dir.join("server.log"),
+        Duration::from_secs(120),
+    )
+    .unwrap()
+}
+
 /// Writes `model` and `tok` as a GGUF file in `dir`.
 fn export(model: &Qwen3<B>, tok: &Tokenizer, dir: &Path) -> PathBuf {
     Policy::<B>::save(model, dir).unwrap();
@@ -145,16 +160,7 @@ fn greedy_continuations_and_log_probs_match_llama_server() {
     let model: Qwen3<B> = cfg.init_seeded(11, &Default::default()).unwrap();
     let dir = tmp("parity");
     let gguf = export(&model, &tok, &dir);
-    let server = ManagedServer::start(
-        &bin,
-        LLAMA_SERVER_LAUNCH,
-        &gguf,
-        free_port(),
-        &server_args(),
-        &dir.join("server.log"),
-        Duration::from_secs(120),
-    )
-    .unwrap();
+    let server = start_server(&bin, &gguf, &dir);
     let stop = rl_trainer::end_token_ids(&tok);
     let prompts = [
         "The capital of France is",
@@ -214,18 +220,7 @@ fn managed_engine(
 ) -> (LlamaCppEngine, Arc<Mutex<ManagedServer>>) {
     std::fs::create_dir_all(dir.join("initial")).unwrap();
     let gguf = export(model, tok, &dir.join("initial"));
-    let server = Arc::new(Mutex::new(
-        ManagedServer::start(
-            bin,
-            LLAMA_SERVER_LAUNCH,
-            &gguf,
-            free_port(),
-            &server_args(),
-            &dir.join("server.log"),
-            Duration::from_secs(120),
-        )
-        .unwrap(),
-    ));
+    let server = Arc::new(Mutex::new(start_server(bin, &gguf, dir)));
     let url = server.lock().unwrap().url();
     let (s, t, d) = (server.clone(), tok.clone(), dir.to_path_buf());
     let reload = Box::new(move |weights: &Path| -> Result<(), String> {
@@ -562,16 +557,7 @@ fn a_two_turn_episode_through_llama_server_is_scored_as_sampled() {
     let model: Qwen3<B> = data.model.init_seeded(17, &Default::default()).unwrap();
     let dir = tmp("episode");
     let gguf = export(&model, &tok, &dir);
-    let server = ManagedServer::start(
-        &bin,
-        LLAMA_SERVER_LAUNCH,
-        &gguf,
-        free_port(),
-        &server_args(),
-        &dir.join("server.log"),
-        Duration::from_secs(120),
-    )
-    .unwrap();
+    let server = start_server(&bin, &gguf, &dir);
     let mut engine = LlamaCppEngine::new(
         &server.url(),
         RetryPolicy::default(),
@@ -614,7 +600,10 @@ fn a_two_turn_episode_through_llama_server_is_scored_as_sampled() {
     let c2 = sample([prompt_ids.clone(), traj.tokens.clone()].concat(), 6);
     traj.push_turn(&c2);
     traj.check().unwrap();
-    assert_eq!(traj.tokens, [c1.tokens.clone(), obs.clone(), c2.tokens.clone()].concat());
+    assert_eq!(
+        traj.tokens,
+        [c1.tokens.clone(), obs.clone(), c2.tokens.clone()].concat()
+    );
     assert_eq!(
         traj.sampled.iter().filter(|&&s| !s).count(),
         obs.len(),

@@ -207,14 +207,13 @@ impl ArithmeticDemo {
     pub fn data(&self) -> Result<DemoData, TrainerError> {
         let tokenizer = ArithmeticTask::tokenizer()?;
         let (sft, train, eval) = self.split()?;
-        let mut model = Qwen3Config::tiny(tokenizer.num_defined_ids());
-        model.hidden_size = self.hidden_size;
-        model.num_hidden_layers = self.num_hidden_layers;
-        model.num_attention_heads = self.num_attention_heads;
-        model.num_key_value_heads = (self.num_attention_heads / 2).max(1);
-        model.head_dim = self.hidden_size / self.num_attention_heads;
-        model.intermediate_size = self.intermediate_size;
-        model.eos_token_id = crate::end_token_ids(&tokenizer);
+        let model = super::tiny_qwen3(
+            &tokenizer,
+            self.hidden_size,
+            self.num_hidden_layers,
+            self.num_attention_heads,
+            self.intermediate_size,
+        );
         Ok(DemoData {
             tokenizer,
             train,

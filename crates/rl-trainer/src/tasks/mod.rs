@@ -54,6 +54,27 @@ pub(crate) fn load_demo<T: Default>(
     }
 }
 
+/// The tiny Qwen3 of the embedded runs over `tokenizer`'s ids: `hidden` wide, `layers` decoder
+/// layers of `heads` query heads (half as many key/value heads) and a SwiGLU of `intermediate`,
+/// ending at the tokenizer's end tokens.
+pub fn tiny_qwen3(
+    tokenizer: &Tokenizer,
+    hidden: usize,
+    layers: usize,
+    heads: usize,
+    intermediate: usize,
+) -> rl_models::Qwen3Config {
+    let mut model = rl_models::Qwen3Config::tiny(tokenizer.num_defined_ids());
+    model.hidden_size = hidden;
+    model.num_hidden_layers = layers;
+    model.num_attention_heads = heads;
+    model.num_key_value_heads = (heads / 2).max(1);
+    model.head_dim = hidden / heads;
+    model.intermediate_size = intermediate;
+    model.eos_token_id = crate::end_token_ids(tokenizer);
+    model
+}
+
 /// Characters of every prompt and response of the task.
 pub const ALPHABET: &str = "0123456789+-*= :\n";
 /// Added tokens of the task's tokenizer: Qwen's end/turn tokens, and `Answer:` as one token so

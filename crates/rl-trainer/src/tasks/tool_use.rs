@@ -75,14 +75,14 @@ pub struct ToolUseDemo {
 impl Default for ToolUseDemo {
     fn default() -> Self {
         let mut train = TrainConfig {
-            steps: 30,
+            steps: 20,
             out_dir: PathBuf::from("runs/tool_use"),
             ..TrainConfig::default()
         };
         train.data.template = PromptTemplate::Raw;
         train.data.chat_template = true;
         train.rollout.group_size = 8;
-        train.rollout.prompts_per_round = 32;
+        train.rollout.prompts_per_round = 16;
         train.rollout.max_new_tokens = 96;
         train.rollout.temperature = 1.0;
         train.rollout.env = Some(EnvConfig {
@@ -93,7 +93,7 @@ impl Default for ToolUseDemo {
             tools_in_prompt: false,
             ..EnvConfig::default()
         });
-        train.batch.groups_per_step = 16;
+        train.batch.groups_per_step = 8;
         train.batch.max_gen_rounds = 4;
         train.batch.on_exhausted = rl_sampler::OnExhausted::TrainOnKept;
         train.optim.lr = 1e-4;
@@ -103,7 +103,7 @@ impl Default for ToolUseDemo {
         train.optim.mini_batches = 1;
         train.optim.micro_batch = 64;
         train.checkpoint.every = 0;
-        train.eval.every = 10;
+        train.eval.every = 5;
         train.eval.k = 4;
         train.eval.temperature = 1.0;
         train.apply_preset("da3po").expect("registered preset");
@@ -123,13 +123,13 @@ impl Default for ToolUseDemo {
             train_per_tier: 900,
             eval_per_tier: 50,
             data_seed: 2026,
-            tool_demo_rate: 0.3,
+            tool_demo_rate: 0.5,
             hidden_size: 256,
             num_hidden_layers: 2,
             num_attention_heads: 8,
             intermediate_size: 512,
             sft: SftConfig {
-                steps: 150,
+                steps: 200,
                 batch_size: 64,
                 seed: 0,
                 // Direct answers (~45 tokens) and tool episodes (~160) in separate
@@ -199,15 +199,13 @@ impl ToolUseDemo {
         let (train, eval) =
             self.task
                 .split(self.data_seed, self.train_per_tier, self.eval_per_tier)?;
-        let mut model = Qwen3Config::tiny(tokenizer.num_defined_ids());
-        model.hidden_size = self.hidden_size;
-        model.num_hidden_layers = self.num_hidden_layers;
-        model.num_attention_heads = self.num_attention_heads;
-        model.num_key_value_heads = (self.num_attention_heads / 2).max(1);
-        model.head_dim = self.hidden_size / self.num_attention_heads;
-        model.intermediate_size = self.intermediate_size;
-        model.max_position_embeddings = model.max_position_embeddings.max(1024);
-        model.eos_token_id = crate::end_token_ids(&tokenizer);
+        let model = super::tiny_qwen3(
+            &tokenizer,
+            self.hidden_size,
+            self.num_hidden_layers,
+            self.num_attention_heads,
+            self.intermediate_size,
+        );
         Ok(ToolUseData {
             tokenizer,
             train,

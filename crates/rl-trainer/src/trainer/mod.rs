@@ -256,16 +256,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let verifier = config.build_verifier()?;
         let estimator = config.build_estimator()?;
         let batcher = DynamicBatcher::new(config.batch, config.build_filter()?)?;
-        let episodes = config
-            .rollout
-            .env
-            .as_ref()
-            .map(Episodes::from_config)
-            .transpose()?;
-        let tools = episodes
-            .as_ref()
-            .map(|e| e.tools_in_prompt.clone())
-            .unwrap_or_default();
+        let episodes = Episodes::of(&config)?;
+        let tools = Episodes::prompt_tools(episodes.as_ref());
         let prompts = Prompts::new(&config, tokenizer, train, eval, tools)?;
         let allowed_vocab = config
             .model
