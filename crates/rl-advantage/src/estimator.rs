@@ -5,6 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::daa::{Daa, LambdaRule, NegativeAdvantage};
+use crate::weight::{PromptWeight, PromptWeighted};
 use crate::{AdvantageError, GroupId};
 
 /// Names accepted by [`EstimatorConfig::from_name`], in registry order.
@@ -62,6 +63,12 @@ pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
     /// report which samples were amplified).
     fn daa(&self) -> Option<Daa> {
         None
+    }
+
+    /// The weight this estimator applies to each group's advantages ([`PromptWeight::None`]
+    /// unless built with a `prompt_weight`).
+    fn prompt_weight(&self) -> PromptWeight {
+        PromptWeight::None
     }
 }
 
@@ -335,18 +342,30 @@ pub enum EstimatorConfig {
         /// Equal-reward tolerance.
         #[serde(default = "default_equal_tol")]
         equal_tol: f64,
+        /// Weight of each group's advantages from its pass rate, applied last: `none`
+        /// (default) or `linear_r` (w = 1/p̂). See [`PromptWeight`].
+        #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
+        prompt_weight: PromptWeight,
     },
     /// Mean-centred, no std.
     DrGrpo {
         /// Equal-reward tolerance.
         #[serde(default = "default_equal_tol")]
         equal_tol: f64,
+        /// Weight of each group's advantages from its pass rate, applied last: `none`
+        /// (default) or `linear_r` (w = 1/p̂). See [`PromptWeight`].
+        #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
+        prompt_weight: PromptWeight,
     },
     /// Leave-one-out baseline.
     Rloo {
         /// Equal-reward tolerance.
         #[serde(default = "default_equal_tol")]
         equal_tol: f64,
+        /// Weight of each group's advantages from its pass rate, applied last: `none`
+        /// (default) or `linear_r` (w = 1/p̂). See [`PromptWeight`].
+        #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
+        prompt_weight: PromptWeight,
     },
     /// GRPO advantages after dynamic sampling.
     Dapo {
@@ -359,6 +378,10 @@ pub enum EstimatorConfig {
         /// Equal-reward tolerance.
         #[serde(default = "default_equal_tol")]
         equal_tol: f64,
+        /// Weight of each group's advantages from its pass rate, applied last: `none`
+        /// (default) or `linear_r` (w = 1/p̂). See [`PromptWeight`].
+        #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
+        prompt_weight: PromptWeight,
     },
     /// DAPO + Difficulty-aware Advantage Amplification.
     Da3po {
@@ -392,6 +415,10 @@ pub enum EstimatorConfig {
         /// Upper bound of the theory factor (unset: unbounded).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lambda_max: Option<f64>,
+        /// Weight of each group's advantages from its pass rate, applied last: `none`
+        /// (default) or `linear_r` (w = 1/p̂). See [`PromptWeight`].
+        #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
+        prompt_weight: PromptWeight,
     },
 }
 
@@ -403,17 +430,21 @@ impl EstimatorConfig {
                 std: StdMode::Sample,
                 eps: DEFAULT_EPS,
                 equal_tol: DEFAULT_EQUAL_TOL,
+                prompt_weight: PromptWeight::None,
             },
             "dr_grpo" => EstimatorConfig::DrGrpo {
                 equal_tol: DEFAULT_EQUAL_TOL,
+                prompt_weight: PromptWeight::None,
             },
             "rloo" => EstimatorConfig::Rloo {
                 equal_tol: DEFAULT_EQUAL_TOL,
+                prompt_weight: PromptWeight::None,
             },
             "dapo" => EstimatorConfig::Dapo {
                 std: StdMode::Sample,
                 eps: DEFAULT_EPS,
                 equal_tol: DEFAULT_EQUAL_TOL,
+                prompt_weight: PromptWeight::None,
             },
             "da3po" => EstimatorConfig::Da3po {
                 std: StdMode::Sample,
@@ -425,6 +456,7 @@ impl EstimatorConfig {
                 lambda_rule: LambdaRule::Constant,
                 lambda_min: None,
                 lambda_max: None,
+                prompt_weight: PromptWeight::None,
             },
             other => {
                 return Err(AdvantageError::UnknownEstimator {
@@ -526,8 +558,47 @@ impl EstimatorConfig {
         }
     }
 
-    /// Validates the settings and the configured group size, and builds the estimator.
+    /// The weight of each group's advantages (`prompt_weight`).
+    pub fn prompt_weight(&self) -> PromptWeight {
+        match *self {
+            EstimatorConfig::Grpo { prompt_weight, .. }
+            | EstimatorConfig::DrGrpo { prompt_weight, .. }
+            | EstimatorConfig::Rloo { prompt_weight, .. }
+            | EstimatorConfig::Dapo { prompt_weight, .. }
+            | EstimatorConfig::Da3po { prompt_weight, .. } => prompt_weight,
+        }
+    }
+
+    /// Sets the weight of each group's advantages ([`PromptWeight`]); every estimator has it.
+    pub fn with_prompt_weight(mut self, weight: PromptWeight) -> Self {
+        match &mut self {
+            EstimatorConfig::Grpo { prompt_weight, .. }
+            | EstimatorConfig::DrGrpo { prompt_weight, .. }
+            | EstimatorConfig::Rloo { prompt_weight, .. }
+            | EstimatorConfig::Dapo { prompt_weight, .. }
+            | EstimatorConfig::Da3po { prompt_weight, .. } => *prompt_weight = weight,
+        }
+        self
+    }
+
+    /// Validates the settings and the configured group size, and builds the estimator. With a
+    /// `prompt_weight` other than `none`, the estimator is wrapped in [`PromptWeighted`]: its
+    /// advantages (after DAA, for `da3po`) are multiplied per group by w(p̂).
     pub fn build(&self, group_size: usize) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
+        let base = self.build_unweighted(group_size)?;
+        Ok(match self.prompt_weight() {
+            PromptWeight::None => base,
+            weight => Box::new(PromptWeighted {
+                inner: base,
+                weight,
+            }),
+        })
+    }
+
+    fn build_unweighted(
+        &self,
+        group_size: usize,
+    ) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
         if group_size < 2 {
             return Err(AdvantageError::InvalidConfig {
                 field: "group_size",
@@ -549,12 +620,13 @@ impl EstimatorConfig {
                 std,
                 eps,
                 equal_tol,
+                ..
             } => Box::new(grpo(std, eps, equal_tol)?),
-            EstimatorConfig::DrGrpo { equal_tol } => {
+            EstimatorConfig::DrGrpo { equal_tol, .. } => {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(DrGrpo { equal_tol })
             }
-            EstimatorConfig::Rloo { equal_tol } => {
+            EstimatorConfig::Rloo { equal_tol, .. } => {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(Rloo { equal_tol })
             }
@@ -562,6 +634,7 @@ impl EstimatorConfig {
                 std,
                 eps,
                 equal_tol,
+                ..
             } => Box::new(Dapo {
                 grpo: grpo(std, eps, equal_tol)?,
             }),
@@ -575,6 +648,7 @@ impl EstimatorConfig {
                 lambda_rule,
                 lambda_min,
                 lambda_max,
+                ..
             } => Box::new(Da3po {
                 dapo: Dapo {
                     grpo: grpo(std, eps, equal_tol)?,

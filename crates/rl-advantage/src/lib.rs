@@ -21,6 +21,13 @@
 //! towards rare correct answers, never the push away from one. A group whose rewards are all equal within `equal_tol` gets exactly
 //! zero advantages (never reward/ε). Optional batch whitening is an explicit, separate step.
 //!
+//! ## Prompt weighting (every estimator, `prompt_weight`)
+//!
+//! A weight w(p̂) of the whole group, applied after the estimator (and after DAA):
+//! Ã_i = w(p̂)·Â_i. `none` (default, w = 1) or `linear_r` (w = 1/p̂, the Linear-R weighting of
+//! arXiv 2602.11128; on `dr_grpo` with 0/1 rewards it gives the paper's (r_i − p̂)/p̂). Groups
+//! with p̂ = 0 are left unchanged. See [`PromptWeight`].
+//!
 //! ## Theory ([`theory`])
 //!
 //! Theorem 3.1 of DA3PO: under DAPO's dynamic sampling, a response with true success rate p has
@@ -44,6 +51,7 @@ mod error;
 mod estimator;
 mod sample;
 pub mod theory;
+mod weight;
 
 pub use batch::{BatchAdvantages, BatchStats, Whitening, compute_batch, group_indices};
 pub use daa::{Daa, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage};
@@ -52,3 +60,4 @@ pub use estimator::{
     AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo, Rloo, StdMode,
 };
 pub use sample::{GroupId, Sample};
+pub use weight::{PROMPT_WEIGHT_NAMES, PromptWeight, PromptWeighted};

@@ -119,6 +119,7 @@ fn da3po(rule: NegativeAdvantage) -> EstimatorConfig {
         lambda_rule: Default::default(),
         lambda_min: None,
         lambda_max: None,
+        prompt_weight: Default::default(),
     }
 }
 
@@ -425,6 +426,7 @@ fn da3po_theory(tau: f64, lambda_min: Option<f64>, lambda_max: Option<f64>) -> E
         lambda_rule: rl_advantage::LambdaRule::Theory,
         lambda_min,
         lambda_max,
+        prompt_weight: Default::default(),
     }
 }
 
@@ -444,6 +446,7 @@ fn theory_factor(cfg: &EstimatorConfig, group_size: usize, n_correct: usize) -> 
         std: StdMode::Population,
         eps: 0.0,
         equal_tol: 1e-6,
+        prompt_weight: Default::default(),
     };
     let plain = compute_batch(dapo.build(group_size).unwrap().as_ref(), &s, None).unwrap();
     amplified.advantages[0] / plain.advantages[0]

@@ -16,14 +16,23 @@
 //!   so that few kept groups are generated only to be dropped.
 //! * [`DifficultyTracker`]: a per-prompt running pass-rate estimate that curricula and DAA
 //!   variants can read (the built-in trainer does not use it).
+//! * [`RolloutBudget`]: difficulty-adaptive group sizes. Given the prompts' running pass-rate
+//!   estimates and a fixed total of responses, returns one group size per prompt (sum = total,
+//!   min ≤ n ≤ max) by a [`BudgetSchedule`]: `uniform`, DARS's equal-treatment and
+//!   hardness-weighted schedules (arXiv 2508.13755), or Knapsack RL's value (arXiv 2509.25849).
 
 mod batcher;
+mod budget;
 mod difficulty;
 mod error;
 mod filter;
 mod round;
 
 pub use batcher::{Batch, BatchReport, BatcherConfig, DynamicBatcher, OnExhausted, RolloutGroup};
+pub use budget::{
+    BUDGET_SCHEDULE_NAMES, BudgetSchedule, DEFAULT_MIN_GROUP, RolloutBudget, UNSEEN_PASS_RATE,
+    dars_target,
+};
 pub use difficulty::{DifficultyTracker, PromptStats};
 pub use error::SamplerError;
 pub use filter::{
