@@ -157,6 +157,9 @@ pub struct StepMetrics {
     /// Updates skipped because the loss or the gradient norm was not finite.
     #[serde(default)]
     pub updates_skipped: usize,
+    /// Smallest and largest group generated this step (`[rollout.budget]` runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_sizes: Option<[usize; 2]>,
     /// Turns and tool use of the step's generated episodes (multi-turn runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episodes: Option<EpisodeMetrics>,
@@ -263,6 +266,8 @@ pub struct StepRecord<'a> {
     pub times: PhaseTimes,
     /// Peak resident memory per phase.
     pub peaks: PhasePeaks,
+    /// Group sizes come from `[rollout.budget]` (report them).
+    pub adaptive_sizes: bool,
 }
 
 /// The metrics phase: every field of a step's [`StepMetrics`] from the outputs of the other
@@ -353,6 +358,11 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
         peak_rss_train_mb: r.peaks.train_mb,
         updates: update.applied,
         updates_skipped: update.skipped,
+        group_sizes: r
+            .adaptive_sizes
+            .then_some(rollout.group_size_range)
+            .flatten()
+            .map(|(lo, hi)| [lo, hi]),
         episodes: EpisodeMetrics::from_stats(&rollout.episodes),
         eval: None,
     }

@@ -408,17 +408,24 @@ pub fn scatter<T: Clone>(at: &[usize], len: usize, values: Vec<Vec<T>>) -> Vec<V
 }
 
 /// The requests of a round for the prompts at positions `mine` (each request holds samples of
-/// one prompt; `group_size` samples per prompt, in prompt order).
+/// one prompt; `sizes[i]` samples of prompt i, in prompt order).
 pub fn own_requests(
     requests: Vec<GenerateRequest>,
     mine: &[usize],
-    group_size: usize,
+    sizes: &[usize],
 ) -> Vec<GenerateRequest> {
+    // The prompt of a request is the one whose rows contain its first row.
+    let mut ends = Vec::with_capacity(sizes.len());
+    let mut end = 0;
+    for &n in sizes {
+        end += n;
+        ends.push(end);
+    }
     let mut row = 0;
     requests
         .into_iter()
         .filter(|r| {
-            let pos = row / group_size.max(1);
+            let pos = ends.partition_point(|&e| e <= row);
             row += r.n;
             mine.binary_search(&pos).is_ok()
         })
@@ -462,8 +469,15 @@ mod tests {
             },
         };
         let r = vec![req(2), req(1), req(1), req(2)];
-        let mine = own_requests(r, &[1], 2);
+        let mine = own_requests(r, &[1], &[2, 2, 2]);
         assert_eq!(mine.iter().map(|r| r.n).collect::<Vec<_>>(), vec![1, 1]);
+        // Sizes 3, 1, 2 in requests of 2, 1, 1, 2: rows 0-1 and 2 are prompt 0, row 3 is prompt
+        // 1, rows 4-5 prompt 2.
+        let r = vec![req(2), req(1), req(1), req(2)];
+        let mine = own_requests(r.clone(), &[1], &[3, 1, 2]);
+        assert_eq!(mine.iter().map(|r| r.n).collect::<Vec<_>>(), vec![1]);
+        let mine = own_requests(r, &[0, 2], &[3, 1, 2]);
+        assert_eq!(mine.iter().map(|r| r.n).collect::<Vec<_>>(), vec![2, 1, 2]);
         assert_eq!(
             scatter(&[0, 2], 3, vec![vec![1], vec![2]]),
             vec![vec![1], vec![], vec![2]]

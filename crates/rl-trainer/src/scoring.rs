@@ -129,31 +129,32 @@ pub fn strip_end_tokens<'a>(tokens: &'a [u32], end_ids: &[u32]) -> &'a [u32] {
     body
 }
 
-/// The requests of a round: `group_size` samples of each prompt, in chunks of `chunk` sequences
+/// The requests of a round: `sizes[i]` samples of prompt i (the group size, the same for every
+/// prompt unless `[rollout.budget]` sizes groups by difficulty), in chunks of `chunk` sequences
 /// (0 = the whole round) that each take one seed from `seeds`. A prompt whose samples straddle
 /// a chunk boundary becomes two requests. With the local engine each chunk is one batch drawing
 /// streams 0, 1, … of its seed.
 pub fn round_requests(
     prompts: &[RoundPrompt<'_>],
-    group_size: usize,
+    sizes: &[usize],
     params: &SamplingParams,
     chunk: usize,
     seeds: &mut dyn FnMut() -> u64,
 ) -> Vec<GenerateRequest> {
-    let total = prompts.len() * group_size;
+    let total: usize = sizes.iter().sum();
     let chunk = if chunk == 0 { total.max(1) } else { chunk };
     let mut requests: Vec<GenerateRequest> = Vec::new();
     let mut seed = 0;
-    for (row, p) in prompts
+    let rows = prompts
         .iter()
-        .flat_map(|p| std::iter::repeat_n(p, group_size))
-        .enumerate()
-    {
+        .zip(sizes)
+        .flat_map(|(p, &n)| (0..n).map(move |j| (p, j == 0)));
+    for (row, (p, first_of_prompt)) in rows.enumerate() {
         if row % chunk == 0 {
             seed = seeds();
         }
         match requests.last_mut() {
-            Some(last) if row % chunk != 0 && row % group_size != 0 => last.n += 1,
+            Some(last) if row % chunk != 0 && !first_of_prompt => last.n += 1,
             _ => requests.push(GenerateRequest {
                 prompt_ids: p.ids.as_ref().clone(),
                 n: 1,
@@ -167,25 +168,27 @@ pub fn round_requests(
     requests
 }
 
-/// The replies to [`round_requests`] (completions, or episodes) regrouped: `group_size` per
-/// prompt, in prompt order.
+/// The replies to [`round_requests`] (completions, or episodes) regrouped: `sizes[i]` for
+/// prompt i, in prompt order.
 pub fn group_completions<T>(
     replies: Vec<Vec<T>>,
-    prompts: usize,
-    group_size: usize,
+    sizes: &[usize],
 ) -> Result<Vec<Vec<T>>, TrainerError> {
     let all: Vec<T> = replies.into_iter().flatten().collect();
-    if all.len() != prompts * group_size {
+    let expected: usize = sizes.iter().sum();
+    if all.len() != expected {
         return Err(TrainerError::EngineReply {
             message: format!(
-                "{} completions for {prompts} prompts x {group_size} samples",
-                all.len()
+                "{} completions for {} prompts with {expected} samples in all",
+                all.len(),
+                sizes.len()
             ),
         });
     }
     let mut it = all.into_iter();
-    Ok((0..prompts)
-        .map(|_| it.by_ref().take(group_size).collect())
+    Ok(sizes
+        .iter()
+        .map(|&n| it.by_ref().take(n).collect())
         .collect())
 }
 

@@ -112,6 +112,25 @@ fn toml_overrides_field_by_field_and_rejects_unknown_keys() {
     let c = TrainConfig::from_toml_str("algorithm = \"da3po\"\n[filter]\nname = \"none\"\n", &base)
         .unwrap();
     assert_eq!(c.filter, FilterConfig::None);
+    // Issue 29's options from TOML: the prompt weight on a preset's estimator, and
+    // difficulty-adaptive group sizes.
+    let c = TrainConfig::from_toml_str(
+        "algorithm = \"da3po\"\n[advantage]\nprompt_weight = \"linear_r\"\n\
+         [rollout.budget]\nmax = 32\nschedule = { name = \"dars_et\" }\n",
+        &base,
+    )
+    .unwrap();
+    assert!(matches!(c.advantage, EstimatorConfig::Da3po { .. }));
+    assert_eq!(
+        c.build_estimator().unwrap().prompt_weight(),
+        rl_advantage::PromptWeight::LinearR
+    );
+    let b = c.rollout.budget.as_ref().unwrap();
+    assert_eq!((b.min, b.max, b.decay), (2, 32, 0.5));
+    let e = TrainConfig::from_toml_str("[advantage]\nprompt_weight = \"sqrt_r\"\n", &base)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("linear_r"), "{e}");
     let e = TrainConfig::from_toml_str("[optim]\nlearning_rate = 1.0\n", &base)
         .unwrap_err()
         .to_string();
@@ -427,14 +446,71 @@ fn resumes_exactly(k: usize) {
     resumes_exactly_with(k, None);
 }
 
+/// `[rollout.budget]` (DARS hardness-weighted, groups of 2 to 8 around G = 4) with asynchronous
+/// rollouts: the run trains with the allocated sizes, every round updates the tracker, and a
+/// resumed run (the tracker in `state.json`, the prefetched round's sizes in `inflight.json`)
+/// reproduces the uninterrupted run's metrics exactly.
+#[test]
+fn adaptive_group_sizes_follow_difficulty_and_resume_exactly() {
+    let (a, _) = resumes_exactly_tweaked(1, "budget", |c| {
+        c.rollout.budget = Some(rl_trainer::config::AdaptiveBudget {
+            schedule: rl_sampler::BudgetSchedule::DarsHw {
+                std: false,
+                base: None,
+            },
+            min: 2,
+            max: 8,
+            decay: 0.5,
+        });
+    });
+    let m = read_metrics(&a.join("metrics.jsonl")).unwrap();
+    let sizes: Vec<[usize; 2]> = m[1..].iter().map(|m| m.group_sizes.unwrap()).collect();
+    // The random model answers nothing right: every estimate is 0 (or ½ unseen), so the
+    // hardness-weighted targets are equal and every group has G = 4 (unequal estimates are
+    // the unit test `group_sizes_follow_the_tracker` in trainer/rounds.rs).
+    assert!(sizes.iter().all(|s| *s == [4, 4]), "{sizes:?}");
+    let ckpt = latest_checkpoint(&a).unwrap();
+    let state: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ckpt.join("state.json")).unwrap()).unwrap();
+    assert!(
+        state["difficulty"]["prompts"]
+            .as_object()
+            .is_some_and(|p| !p.is_empty())
+    );
+    // A group size outside the budget is a config error naming the fields.
+    let (mut c, ..) = tiny_run("grpo", &a, 1);
+    c.rollout.budget = Some(rl_trainer::config::AdaptiveBudget {
+        schedule: rl_sampler::BudgetSchedule::Uniform {},
+        min: 6,
+        max: 8,
+        decay: 0.5,
+    });
+    assert!(
+        c.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("rollout.budget.min/max")
+    );
+}
+
 /// Runs 4 steps, then 2 steps + a resume to 4, and checks both agree; returns the
 /// uninterrupted run's folder and the initial model.
 fn resumes_exactly_with(k: usize, lora: Option<rl_models::LoraConfig>) -> (PathBuf, Qwen3<B>) {
-    let tag = if lora.is_some() { "-lora" } else { "" };
-    let a = tmp(&format!("full-k{k}{tag}"));
+    let tag = if lora.is_some() { "lora" } else { "" };
+    resumes_exactly_tweaked(k, tag, |c| c.model.lora = lora.clone())
+}
+
+/// [`resumes_exactly_with`] with any change to the three configs (uninterrupted, first half,
+/// resumed), named `tag` in the folders.
+fn resumes_exactly_tweaked(
+    k: usize,
+    tag: &str,
+    tweak: impl Fn(&mut TrainConfig),
+) -> (PathBuf, Qwen3<B>) {
+    let a = tmp(&format!("full-k{k}-{tag}"));
     let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 4);
     cfg.rollout.max_staleness = k;
-    cfg.model.lora = lora.clone();
+    tweak(&mut cfg);
     let mut t = Trainer::new(
         cfg,
         model.clone(),
@@ -460,10 +536,10 @@ fn resumes_exactly_with(k: usize, lora: Option<rl_models::LoraConfig>) -> (PathB
         .collect();
     assert_eq!(ckpts.len(), 3, "step-2, step-4 and latest: {ckpts:?}");
 
-    let b = tmp(&format!("resumed-k{k}{tag}"));
+    let b = tmp(&format!("resumed-k{k}-{tag}"));
     let (mut cfg2, ..) = tiny_run("grpo", &b, 2);
     cfg2.rollout.max_staleness = k;
-    cfg2.model.lora = lora.clone();
+    tweak(&mut cfg2);
     let mut t = Trainer::new(
         cfg2,
         model.clone(),
@@ -479,7 +555,7 @@ fn resumes_exactly_with(k: usize, lora: Option<rl_models::LoraConfig>) -> (PathB
     assert_eq!(ckpt.join("inflight.json").exists(), k > 0);
     let (mut cfg4, ..) = tiny_run("grpo", &b, 4);
     cfg4.rollout.max_staleness = k;
-    cfg4.model.lora = lora;
+    tweak(&mut cfg4);
     let mut r =
         Trainer::<B, Qwen3<B>>::resume(cfg4, &ckpt, tok, train, Some(eval), Default::default())
             .unwrap();

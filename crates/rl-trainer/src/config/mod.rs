@@ -12,7 +12,10 @@ use rl_env::EnvConfig;
 use rl_loss::{Aggregation, LossConfig, PolicyLoss};
 use rl_models::{Checkpointing, LoraConfig, MemoryPlan};
 use rl_rollout::{RetryPolicy, SamplingParams};
-use rl_sampler::{BatcherConfig, FilterConfig, OnExhausted, RoundSizing};
+use rl_sampler::{
+    BatcherConfig, BudgetSchedule, DifficultyTracker, FilterConfig, OnExhausted, RolloutBudget,
+    RoundSizing,
+};
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
@@ -177,6 +180,11 @@ pub struct RolloutSection {
     /// Where rollouts are generated (`[rollout.engine]`, default `kind = "local"`).
     #[serde(default)]
     pub engine: EngineConfig,
+    /// Difficulty-adaptive group sizes (`[rollout.budget]`): each round's prompts ×
+    /// `group_size` responses are split across its prompts by their running pass rates
+    /// (docs/algorithms/dars.md, knapsack.md). Absent: every prompt gets `group_size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<AdaptiveBudget>,
     /// Multi-turn episodes (`[rollout.env]`, docs/agents.md): each rollout is an episode of
     /// assistant turns and environment observations (tool calls and their results) instead of
     /// one response. Absent: one assistant turn per rollout.
@@ -255,6 +263,55 @@ pub enum EngineConfig {
         #[serde(default = "default_retries")]
         max_retries: usize,
     },
+}
+
+/// `[rollout.budget]`: how many responses each prompt of a round gets, from its running pass
+/// rate (rl-sampler's [`RolloutBudget`] and [`DifficultyTracker`]):
+///
+/// ```toml
+/// [rollout.budget]
+/// min = 2
+/// max = 32
+/// decay = 0.5
+/// schedule = { name = "dars_hw" }   # uniform, dars_et, dars_hw, knapsack
+/// ```
+///
+/// The round's total stays prompts × `rollout.group_size` (so `min ≤ group_size ≤ max`); a
+/// prompt not seen yet counts as p̂ = ½. Every response of every round updates its prompt's
+/// estimate (an exponential moving average of the per-round pass rate), which checkpoints carry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveBudget {
+    /// The schedule.
+    pub schedule: BudgetSchedule,
+    /// Smallest group (at least 2).
+    #[serde(default = "default_min_group")]
+    pub min: usize,
+    /// Largest group.
+    pub max: usize,
+    /// Weight of the previous estimate in each prompt's moving average, in [0, 1).
+    #[serde(default = "default_pass_rate_decay")]
+    pub decay: f64,
+}
+
+fn default_min_group() -> usize {
+    rl_sampler::DEFAULT_MIN_GROUP
+}
+
+fn default_pass_rate_decay() -> f64 {
+    0.5
+}
+
+impl AdaptiveBudget {
+    /// The allocation rule (validated).
+    pub fn allocation(&self) -> Result<RolloutBudget, rl_sampler::SamplerError> {
+        RolloutBudget::new(self.schedule, self.min, self.max)
+    }
+
+    /// A tracker with this section's decay.
+    pub fn tracker(&self) -> Result<DifficultyTracker, rl_sampler::SamplerError> {
+        DifficultyTracker::new(self.decay)
+    }
 }
 
 impl RolloutSection {
@@ -504,6 +561,7 @@ impl Default for TrainConfig {
                 generation_batch: 0,
                 max_staleness: 0,
                 engine: EngineConfig::Local,
+                budget: None,
                 env: None,
             },
             batch: BatchSection {

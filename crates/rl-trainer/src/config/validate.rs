@@ -192,6 +192,22 @@ impl TrainConfig {
         if let Some(env) = &self.rollout.env {
             self.validate_env(env)?;
         }
+        if let Some(b) = &self.rollout.budget {
+            b.allocation()
+                .map_err(|e| config_error("rollout.budget", e))?;
+            b.tracker().map_err(|e| config_error("rollout.budget", e))?;
+            let g = self.rollout.group_size;
+            if g < b.min || g > b.max {
+                return bad(
+                    "rollout.budget.min/max",
+                    format!(
+                        "{}..={} does not contain rollout.group_size = {g}: each round splits \
+                         prompts × group_size responses, so the mean group must fit",
+                        b.min, b.max
+                    ),
+                );
+            }
+        }
         Ok(())
     }
 

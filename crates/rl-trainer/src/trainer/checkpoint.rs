@@ -23,6 +23,10 @@ use crate::policy::Policy;
 pub(super) struct SavedRound {
     pub(super) prompts: Vec<usize>,
     pub(super) completions: Vec<Vec<Completion>>,
+    /// Each prompt's group size (empty in checkpoints from before `[rollout.budget]`: all
+    /// `rollout.group_size`).
+    #[serde(default)]
+    pub(super) sizes: Vec<usize>,
 }
 
 /// Reads checkpoint folder `ckpt` of a run configured as `config` (which may differ from the
@@ -117,10 +121,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 let saved = SavedRound {
                     prompts: round.prompts.clone(),
                     completions: completions.clone(),
+                    sizes: round.sizes.clone(),
                 };
                 self.prefetched = Some(SubmittedRound {
                     prompts: round.prompts,
                     owned: round.owned,
+                    sizes: round.sizes,
                     reply: RoundReply::Completions(Pending::Ready(Ok(completions))),
                 });
                 Some(serde_json::to_string(&saved).map_err(|e| err(e.to_string()))?)

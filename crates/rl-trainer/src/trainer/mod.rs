@@ -88,6 +88,9 @@ pub struct TrainerState {
     /// Optimizer updates skipped in a row for non-finite losses or gradients.
     #[serde(default)]
     pub consecutive_skips: usize,
+    /// Each prompt's running pass rate, with `[rollout.budget]` (its group sizes come from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<rl_sampler::DifficultyTracker>,
 }
 
 impl TrainerState {
@@ -101,6 +104,7 @@ impl TrainerState {
             rollouts: 0,
             keep_rate: KeepRate::default(),
             consecutive_skips: 0,
+            difficulty: None,
         }
     }
 }
@@ -244,9 +248,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             policy,
             reference,
             optim,
-            state,
+            mut state,
             inflight,
         } = start;
+        if let Some(b) = &config.rollout.budget
+            && state.difficulty.is_none()
+        {
+            state.difficulty = Some(b.tracker()?);
+        }
         let uses_kl = config.loss.kl.is_some_and(|k| k.coef > 0.0);
         let reference = if uses_kl {
             Some(reference.unwrap_or_else(|| policy.clone()))
@@ -281,8 +290,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             .is_correction
             .resolve(in_process && config.rollout.max_staleness == 0);
         let parallel = DataParallel::single();
+        let group_size = config.rollout.group_size;
         let prefetched = inflight.map(|r| SubmittedRound {
             owned: parallel.owned(r.prompts.len()),
+            sizes: if r.sizes.is_empty() {
+                vec![group_size; r.prompts.len()]
+            } else {
+                r.sizes
+            },
             prompts: r.prompts,
             reply: RoundReply::Completions(Pending::Ready(Ok(r.completions))),
         });
@@ -556,6 +571,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 logprobs_mb: peak_logprobs,
                 train_mb: peak_train,
             },
+            adaptive_sizes: self.config.rollout.budget.is_some(),
         }))
     }
 

@@ -31,6 +31,8 @@ pub struct SubmittedRound {
     pub prompts: Vec<usize>,
     /// The positions in `prompts` this worker generates (all of them in a single process).
     pub owned: Vec<usize>,
+    /// Each prompt's group size (`rollout.group_size`, or `[rollout.budget]`'s allocation).
+    pub sizes: Vec<usize>,
     /// The engine's answer.
     pub reply: RoundReply,
 }
@@ -89,6 +91,8 @@ pub struct GenerationStats {
     pub dropped: DroppedGroups,
     /// Turns and tool use of the generated episodes (multi-turn runs).
     pub episodes: EpisodeStats,
+    /// Smallest and largest group generated (they differ with `[rollout.budget]`).
+    pub group_size_range: Option<(usize, usize)>,
 }
 
 /// Sums over generated multi-turn episodes.
@@ -127,6 +131,11 @@ impl GenerationStats {
     /// Adds a scored round.
     pub fn observe_round(&mut self, groups: &[RolloutGroup<ScoredResponse>]) {
         for g in groups {
+            let n = g.items.len();
+            self.group_size_range = Some(match self.group_size_range {
+                None => (n, n),
+                Some((lo, hi)) => (lo.min(n), hi.max(n)),
+            });
             self.pass_rate_hist[pass_rate_bin(g.pass_rate())] += 1;
             for it in &g.items {
                 self.generated += 1;
@@ -176,31 +185,39 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let prompts = self.prompts.round(&idx, rendered);
         let params = r.sampling(&self.prompts.end_ids);
         let owned = self.parallel.owned(idx.len());
+        let sizes = group_sizes(
+            r.group_size,
+            r.budget.as_ref(),
+            self.state.difficulty.as_ref(),
+            &idx,
+        )?;
         let reply = match self.episodes.clone() {
             None => {
                 let rng = &mut self.state.rng;
                 let mut seeds = || rng.next_u64();
-                let requests = round_requests(
-                    &prompts,
-                    r.group_size,
-                    &params,
-                    r.generation_batch,
-                    &mut seeds,
-                );
-                let requests = own_requests(requests, &owned, r.group_size);
+                let requests =
+                    round_requests(&prompts, &sizes, &params, r.generation_batch, &mut seeds);
+                let requests = own_requests(requests, &owned, &sizes);
                 RoundReply::Completions(self.engine.submit(requests)?)
             }
             Some(episodes) => {
                 // One seed per episode, drawn for every prompt of the round (the same draws on
                 // every worker); this worker runs its own prompts' episodes.
-                let group_size = r.group_size;
-                let seeds: Vec<u64> = (0..prompts.len() * group_size)
+                let seeds: Vec<u64> = (0..sizes.iter().sum::<usize>())
                     .map(|_| self.state.rng.next_u64())
                     .collect();
-                let mut starts = Vec::with_capacity(owned.len() * group_size);
+                let first: Vec<usize> = sizes
+                    .iter()
+                    .scan(0, |acc, &n| {
+                        let at = *acc;
+                        *acc += n;
+                        Some(at)
+                    })
+                    .collect();
+                let mut starts = Vec::new();
                 for &pos in &owned {
                     let p = &prompts[pos];
-                    for j in 0..group_size {
+                    for j in 0..sizes[pos] {
                         starts.push(EpisodeStart {
                             prompt_ids: p.ids.clone(),
                             task: Task {
@@ -208,7 +225,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                                 answer: p.answer.to_string(),
                                 metadata: serde_json::Value::Null,
                             },
-                            seed: seeds[pos * group_size + j],
+                            seed: seeds[first[pos] + j],
                         });
                     }
                 }
@@ -226,6 +243,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         Ok(SubmittedRound {
             prompts: idx,
             owned,
+            sizes,
             reply,
         })
     }
@@ -243,7 +261,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 .collect(),
             RoundReply::Episodes(t) => vec![t],
         };
-        let groups = group_completions(replies, round.owned.len(), self.config.rollout.group_size)?;
+        let owned_sizes: Vec<usize> = round.owned.iter().map(|&p| round.sizes[p]).collect();
+        let groups = group_completions(replies, &owned_sizes)?;
         let policy_version = self.state.step as u64;
         let k = self.config.rollout.max_staleness as u64;
         let mut out = ReceivedRound {
@@ -311,6 +330,15 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 g.group = GroupId(self.state.next_group);
                 self.state.next_group += 1;
             }
+            if let Some(t) = &mut self.state.difficulty {
+                for g in &groups {
+                    t.observe(
+                        g.prompt,
+                        g.correct.iter().filter(|&&c| c).count(),
+                        g.correct.len(),
+                    );
+                }
+            }
             self.probe_round(&groups)?;
             stats.dropped.add(round.dropped);
             stats.outcomes.merge(&round.outcomes);
@@ -333,5 +361,68 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             self.prefetched = Some(self.submit_round()?);
         }
         Ok(())
+    }
+}
+
+/// Each prompt's group size: `group_size` for all, or with `[rollout.budget]` the allocation of
+/// `prompts × group_size` responses by the prompts' running pass rates.
+fn group_sizes(
+    group_size: usize,
+    budget: Option<&crate::config::AdaptiveBudget>,
+    difficulty: Option<&rl_sampler::DifficultyTracker>,
+    prompts: &[usize],
+) -> Result<Vec<usize>, TrainerError> {
+    match (budget, difficulty) {
+        (Some(b), Some(t)) => {
+            let ids: Vec<u64> = prompts.iter().map(|&i| i as u64).collect();
+            Ok(b.allocation()?
+                .allocate_tracked(prompts.len() * group_size, t, &ids)?)
+        }
+        _ => Ok(vec![group_size; prompts.len()]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rl_sampler::{BudgetSchedule, DifficultyTracker};
+
+    use super::group_sizes;
+    use crate::config::AdaptiveBudget;
+
+    /// Prompt 0 answered 0 of 4, prompt 1 4 of 4, prompt 2 2 of 4, prompt 3 never seen (½):
+    /// 4 prompts × G = 4 = 16 responses, split by rl-sampler's allocation of exactly these
+    /// estimates; hardness-weighted (more for harder prompts, none below the solved one's), so the
+    /// unsolved prompt gets the most. Without a budget every prompt gets G.
+    #[test]
+    fn group_sizes_follow_the_tracker() {
+        let mut t = DifficultyTracker::new(0.5).unwrap();
+        t.observe(0, 0, 4);
+        t.observe(1, 4, 4);
+        t.observe(2, 2, 4);
+        let b = AdaptiveBudget {
+            schedule: BudgetSchedule::DarsHw {
+                std: false,
+                base: None,
+            },
+            min: 2,
+            max: 8,
+            decay: 0.5,
+        };
+        let sizes = group_sizes(4, Some(&b), Some(&t), &[0, 1, 2, 3]).unwrap();
+        let direct = b
+            .allocation()
+            .unwrap()
+            .allocate(16, &[Some(0.0), Some(1.0), Some(0.5), None])
+            .unwrap();
+        assert_eq!(sizes, direct);
+        assert_eq!(sizes.iter().sum::<usize>(), 16);
+        assert!(
+            sizes[0] > sizes[1] && sizes[0] >= sizes[2] && sizes[2] >= sizes[1],
+            "{sizes:?}"
+        );
+        assert_eq!(
+            group_sizes(4, None, None, &[0, 1, 2]).unwrap(),
+            vec![4, 4, 4]
+        );
     }
 }
