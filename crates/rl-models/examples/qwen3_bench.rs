@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! cargo run --release -p rl-models --example qwen3_bench -- --config tiny|0.6b \
-//!     --case forward|train|decode --batch B [--seq T] [--prompt P --new-tokens N] [--repeats R] \
-//!     [--backend cpu|wgpu|cuda] [--dtype f32|bf16]
+//!     --case forward|train|decode|init --batch B [--seq T] [--prompt P --new-tokens N] \
+//!     [--repeats R] [--backend cpu|wgpu|cuda] [--dtype f32|bf16]
 //! ```
 //!
 //! `--backend wgpu` / `cuda` need `--features wgpu` / `cuda`; `--dtype bf16` (weights and
@@ -14,7 +14,11 @@
 //! Prints one JSON line per case: the median wall time of `repeats` runs after one warm-up and
 //! the tokens/s it implies (`forward`: B·T tokens through the model, logits for every position;
 //! `train`: B·T tokens, `-Σ log p` of every next token, forward + backward; `decode`: B·N new
-//! tokens after a P-token prompt, greedy, KV cache). The model is random (seed 0).
+//! tokens after a P-token prompt, greedy, KV cache). The model is random (seed 0). Beside the
+//! median: `init_s`, the seeded initialisation (drawn on the host, uploaded, device synced), and
+//! `first_s`, the warm-up run — on a GPU backend it holds the kernel compilations and autotuning
+//! of the case, so `first_s` against `seconds` is the one-off cost a process pays (and what a
+//! persistent compilation / autotune cache saves). `--case init` times the initialisation alone.
 
 use std::time::Instant;
 
@@ -95,17 +99,32 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn time<F: FnMut()>(repeats: usize, mut f: F) -> f64 {
+/// Seconds of the warm-up run and the median of `repeats` runs after it.
+fn time<F: FnMut()>(repeats: usize, mut f: F) -> (f64, f64) {
+    let t = Instant::now();
     f(); // warm-up
-    median(
-        (0..repeats)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    )
+    let first = t.elapsed().as_secs_f64();
+    eprintln!("warm-up {first:.1}s");
+    let runs = (0..repeats.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    (first, median(runs))
+}
+
+/// What a case measured.
+struct Measured {
+    /// Median seconds of one repeat.
+    secs: f64,
+    /// Tokens one repeat processes.
+    tokens: usize,
+    /// Seconds of the seeded initialisation, device synced.
+    init: f64,
+    /// Seconds of the warm-up run (compilation and autotuning on GPU backends).
+    first: f64,
 }
 
 #[global_allocator]
@@ -121,7 +140,7 @@ fn main() {
         model.save(dir).expect("save");
         return;
     }
-    let (secs, tokens) = match (a.backend.as_str(), a.dtype.as_str()) {
+    let m = match (a.backend.as_str(), a.dtype.as_str()) {
         ("cpu", "f32") => bench::<Autodiff<Flex>>(&a, Default::default()),
         #[cfg(feature = "wgpu")]
         ("wgpu", "f32") => bench::<Autodiff<burn::backend::Wgpu>>(&a, Default::default()),
@@ -147,25 +166,47 @@ fn main() {
             "seq": a.seq,
             "prompt": a.prompt,
             "new_tokens": a.new_tokens,
-            "seconds": secs,
-            "tokens_per_s": tokens as f64 / secs,
+            "seconds": m.secs,
+            "tokens_per_s": m.tokens as f64 / m.secs,
+            "init_s": m.init,
+            "first_s": m.first,
             "threads": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         })
     );
 }
 
-/// Median seconds of one case and the tokens it processes, on backend `AD` (and its inner `B`).
-fn bench<AD: AutodiffBackend>(a: &Args, dev: AD::Device) -> (f64, usize) {
+/// Seconds since `t0` once every queued operation on `dev` has finished.
+fn synced<Bk: burn::tensor::backend::Backend>(t0: Instant, dev: &Bk::Device) -> f64 {
+    Bk::sync(dev).expect("device sync");
+    let s = t0.elapsed().as_secs_f64();
+    eprintln!("init {s:.1}s");
+    s
+}
+
+/// One case on backend `AD` (and its inner `B`): median seconds, tokens, init and warm-up.
+fn bench<AD: AutodiffBackend>(a: &Args, dev: AD::Device) -> Measured {
     type B<AD> = <AD as AutodiffBackend>::InnerBackend;
     let cfg = config(&a.config);
     let vocab = cfg.vocab_size;
     let t0 = Instant::now();
     match a.case.as_str() {
+        "init" => {
+            let model = cfg.init_seeded::<B<AD>>(0, &dev).unwrap();
+            let init = synced::<B<AD>>(t0, &dev);
+            let w = model.embed_tokens.weight.val();
+            let _ = w.slice([0..1, 0..1]).into_scalar();
+            Measured {
+                secs: init,
+                tokens: 0,
+                init,
+                first: 0.0,
+            }
+        }
         "forward" => {
             let model = cfg.init_seeded::<B<AD>>(0, &dev).unwrap();
-            eprintln!("init {:.1}s", t0.elapsed().as_secs_f64());
+            let init = synced::<B<AD>>(t0, &dev);
             let data = ids(a.batch * a.seq, vocab, 1);
-            let secs = time(a.repeats, || {
+            let (first, secs) = time(a.repeats, || {
                 let x = Tensor::<B<AD>, 2, Int>::from_data(
                     TensorData::new(data.clone(), [a.batch, a.seq]),
                     &dev,
@@ -174,13 +215,18 @@ fn bench<AD: AutodiffBackend>(a: &Args, dev: AD::Device) -> (f64, usize) {
                 // read back one value: forces the computation on lazy backends
                 let _ = logits.slice([0..1, 0..1, 0..1]).into_scalar();
             });
-            (secs, a.batch * a.seq)
+            Measured {
+                secs,
+                tokens: a.batch * a.seq,
+                init,
+                first,
+            }
         }
         "train" => {
             let model = cfg.init_seeded::<AD>(0, &dev).unwrap();
-            eprintln!("init {:.1}s", t0.elapsed().as_secs_f64());
+            let init = synced::<AD>(t0, &dev);
             let data = ids(a.batch * a.seq, vocab, 2);
-            let secs = time(a.repeats, || {
+            let (first, secs) = time(a.repeats, || {
                 let x = Tensor::<AD, 2, Int>::from_data(
                     TensorData::new(data.clone(), [a.batch, a.seq]),
                     &dev,
@@ -196,11 +242,16 @@ fn bench<AD: AutodiffBackend>(a: &Args, dev: AD::Device) -> (f64, usize) {
                     .expect("gradient");
                 let _ = g.slice([0..1, 0..1]).into_scalar();
             });
-            (secs, a.batch * a.seq)
+            Measured {
+                secs,
+                tokens: a.batch * a.seq,
+                init,
+                first,
+            }
         }
         "decode" => {
             let model: Qwen3<B<AD>> = cfg.init_seeded::<B<AD>>(0, &dev).unwrap();
-            eprintln!("init {:.1}s", t0.elapsed().as_secs_f64());
+            let init = synced::<B<AD>>(t0, &dev);
             let prompts: Vec<Vec<u32>> = (0..a.batch)
                 .map(|b| {
                     ids(a.prompt, vocab, 10 + b)
@@ -210,12 +261,17 @@ fn bench<AD: AutodiffBackend>(a: &Args, dev: AD::Device) -> (f64, usize) {
                 })
                 .collect();
             let gen_cfg = GenerationConfig::greedy(a.new_tokens);
-            let secs = time(a.repeats, || {
+            let (first, secs) = time(a.repeats, || {
                 let out = generate(&model, &prompts, &gen_cfg).unwrap();
                 assert!(out.iter().all(|g| g.tokens.len() == a.new_tokens));
             });
-            (secs, a.batch * a.new_tokens)
+            Measured {
+                secs,
+                tokens: a.batch * a.new_tokens,
+                init,
+                first,
+            }
         }
-        other => panic!("unknown case {other} (forward, train or decode)"),
+        other => panic!("unknown case {other} (forward, train, decode or init)"),
     }
 }

@@ -6,7 +6,8 @@
 //! ```text
 //! cargo run --release -p rl-trainer --example update_memory -- --shape 0.6b \
 //!     --seqs 8 --prompt 256 --response 1024 [--micro 8] [--micro-tokens 0] \
-//!     [--logprob-chunk 0] [--checkpointing none|layers] [--seed 0]
+//!     [--logprob-chunk 0] [--checkpointing none|layers] [--seed 0] \
+//!     [--backend cpu|cuda] [--repeats 1]
 //! ```
 //!
 //! The model is random (`Qwen3Config::qwen3_0_6b()` / `qwen3_1_7b()` / `tiny`, seed `--seed`,
@@ -15,10 +16,20 @@
 //! (DAPO's token-mean clipped objective, no KL). Peak resident memory is read per phase from
 //! `/proc/self/status` (`rl_trainer::memory`), so run each configuration in its own process;
 //! the last line printed is one JSON object with the settings, seconds and peaks.
+//!
+//! `--backend cuda` (build with `--features cuda`) runs the same update on the first CUDA
+//! device, f32 (`Autodiff<Cuda>`; there is no bf16 training with f32 master weights yet). The
+//! peaks are then the host's resident memory only; device memory is not visible from here
+//! (burn 0.21 exposes no device memory statistics), `scripts/gpu-check.sh` samples it with
+//! `nvidia-smi`. `--repeats N` runs π_old + update N times in the process, each from the policy
+//! the previous one produced: on a GPU the first holds the kernel compilations and autotuning,
+//! the later ones are the steady state. The JSON's top-level seconds and peaks are the last
+//! repeat's, `runs` lists every repeat.
 
 use std::time::Instant;
 
 use burn::backend::{Autodiff, Flex};
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rl_models::{Checkpointing, MemoryPlan, Qwen3, Qwen3Config};
@@ -31,8 +42,6 @@ use rl_trainer::update::{OldLogprobs, TrainSeq, UpdateSettings, policy_update};
 #[global_allocator]
 static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 
-type B = Autodiff<Flex>;
-
 struct Args {
     shape: String,
     seqs: usize,
@@ -42,6 +51,8 @@ struct Args {
     micro_tokens: usize,
     plan: MemoryPlan,
     seed: u64,
+    backend: String,
+    repeats: usize,
 }
 
 fn parse() -> Result<Args, String> {
@@ -54,6 +65,8 @@ fn parse() -> Result<Args, String> {
         micro_tokens: 0,
         plan: MemoryPlan::default(),
         seed: 0,
+        backend: "cpu".into(),
+        repeats: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -71,6 +84,8 @@ fn parse() -> Result<Args, String> {
             "--micro-tokens" => a.micro_tokens = num(&value)?,
             "--logprob-chunk" => a.plan.logprob_chunk = num(&value)?,
             "--seed" => a.seed = num(&value)? as u64,
+            "--backend" => a.backend = value,
+            "--repeats" => a.repeats = num(&value)?,
             "--checkpointing" => {
                 a.plan.checkpointing = match value.as_str() {
                     "none" => Checkpointing::None,
@@ -81,8 +96,8 @@ fn parse() -> Result<Args, String> {
             f => return Err(format!("unknown flag {f}")),
         }
     }
-    if a.seqs == 0 || a.prompt == 0 || a.response == 0 {
-        return Err("--seqs, --prompt and --response must be at least 1".into());
+    if a.seqs == 0 || a.prompt == 0 || a.response == 0 || a.repeats == 0 {
+        return Err("--seqs, --prompt, --response and --repeats must be at least 1".into());
     }
     if a.micro == 0 {
         a.micro = a.seqs;
@@ -99,7 +114,18 @@ fn main() {
             std::process::exit(2);
         }
     };
-    if let Err(e) = run(&args) {
+    let result = match args.backend.as_str() {
+        "cpu" => run::<Autodiff<Flex>>(&args, Default::default()),
+        #[cfg(feature = "cuda")]
+        "cuda" => {
+            run::<Autodiff<burn::backend::Cuda>>(&args, burn::backend::cuda::CudaDevice::new(0))
+        }
+        b => Err(format!(
+            "--backend {b}: not available in this build (cpu; cuda with --features cuda)"
+        )
+        .into()),
+    };
+    if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
@@ -110,20 +136,26 @@ fn mib(peak: Option<f64>) -> String {
     peak.map_or_else(|| "not reported".into(), |p| format!("{p:.0} MiB"))
 }
 
-fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
+/// Waits for every queued operation on `device` (GPU backends run asynchronously).
+fn sync<B: Backend>(device: &B::Device) -> Result<(), Box<dyn std::error::Error>> {
+    B::sync(device).map_err(|e| format!("device sync: {e:?}").into())
+}
+
+fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn std::error::Error>> {
     let config = match a.shape.as_str() {
         "0.6b" => Qwen3Config::qwen3_0_6b(),
         "1.7b" => Qwen3Config::qwen3_1_7b(),
         "tiny" => Qwen3Config::tiny(256),
         s => return Err(format!("--shape {s}: expected 0.6b, 1.7b or tiny").into()),
     };
-    let device = Default::default();
     let t = Instant::now();
-    let model: Qwen3<B> = config.init_seeded(a.seed, &device)?;
+    let mut model: Qwen3<B> = config.init_seeded(a.seed, &device)?;
+    sync::<B>(&device)?;
+    let init_s = t.elapsed().as_secs_f64();
     eprintln!(
-        "random Qwen3 ({} parameters) in {:.1} s",
+        "random Qwen3 ({} parameters) on {} in {init_s:.1} s",
         config.num_parameters(),
-        t.elapsed().as_secs_f64()
+        a.backend
     );
 
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
@@ -137,55 +169,80 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     c.apply_preset("da3po")?;
     let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
 
-    // π_old: detached log-probs of the response tokens, in micro-batches as the trainer runs it.
-    let peak = PhasePeak::start();
-    let t = Instant::now();
-    let mut old: Vec<Vec<f32>> = Vec::with_capacity(a.seqs);
-    for chunk in seqs.chunks(a.micro) {
-        let ids: Vec<Vec<u32>> = chunk
-            .iter()
-            .map(|(p, r)| [p.clone(), r.clone()].concat())
-            .collect();
-        let starts = vec![a.prompt - 1; chunk.len()];
-        old.extend(model.logprobs_detached(&ids, &starts, a.response, 1.0)?);
-    }
-    let old_s = t.elapsed().as_secs_f64();
-    let old_peak = peak.peak_mb();
-    eprintln!("π_old forward: {old_s:.1} s, peak RSS {}", mib(old_peak));
+    let mut runs = Vec::with_capacity(a.repeats);
+    for r in 1..=a.repeats {
+        // π_old: detached log-probs of the response tokens, in micro-batches as the trainer
+        // runs it.
+        let peak = PhasePeak::start();
+        let t = Instant::now();
+        let mut old: Vec<Vec<f32>> = Vec::with_capacity(a.seqs);
+        for chunk in seqs.chunks(a.micro) {
+            let ids: Vec<Vec<u32>> = chunk
+                .iter()
+                .map(|(p, r)| [p.clone(), r.clone()].concat())
+                .collect();
+            let starts = vec![a.prompt - 1; chunk.len()];
+            old.extend(model.logprobs_detached(&ids, &starts, a.response, 1.0)?);
+        }
+        let old_s = t.elapsed().as_secs_f64();
+        let old_peak = peak.peak_mb();
+        eprintln!(
+            "[{r}/{}] π_old forward: {old_s:.1} s, peak RSS {}",
+            a.repeats,
+            mib(old_peak)
+        );
 
-    let train: Vec<TrainSeq<'_>> = seqs
-        .iter()
-        .zip(&old)
-        .enumerate()
-        .map(|(i, ((p, r), o))| TrainSeq {
-            prompt: p,
-            response: r,
-            old_logp: o,
-            rollout_logp: &[],
-            ref_logp: None,
-            advantage: if i < a.seqs / 2 { 1.0 } else { -1.0 },
-            train: true,
-            is_weights: None,
-            keep: None,
-            sampled: None,
-        })
-        .collect();
-    let settings = UpdateSettings {
-        lr: 1e-6,
-        loss: &c.loss,
-        micro_batch: a.micro,
-        micro_batch_tokens: a.micro_tokens,
-        memory: a.plan,
-        temperature: 1.0,
-        old: OldLogprobs::Given,
-    };
-    let peak = PhasePeak::start();
-    let t = Instant::now();
-    let out = policy_update(model, &mut optim, settings, &train, &device)?;
-    let update_s = t.elapsed().as_secs_f64();
-    let update_peak = peak.peak_mb();
-    eprintln!("update: {update_s:.1} s, peak RSS {}", mib(update_peak));
-    let report = serde_json::json!({
+        let train: Vec<TrainSeq<'_>> = seqs
+            .iter()
+            .zip(&old)
+            .enumerate()
+            .map(|(i, ((p, r), o))| TrainSeq {
+                prompt: p,
+                response: r,
+                old_logp: o,
+                rollout_logp: &[],
+                ref_logp: None,
+                advantage: if i < a.seqs / 2 { 1.0 } else { -1.0 },
+                train: true,
+                is_weights: None,
+                keep: None,
+                sampled: None,
+            })
+            .collect();
+        let settings = UpdateSettings {
+            lr: 1e-6,
+            loss: &c.loss,
+            micro_batch: a.micro,
+            micro_batch_tokens: a.micro_tokens,
+            memory: a.plan,
+            temperature: 1.0,
+            old: OldLogprobs::Given,
+        };
+        let peak = PhasePeak::start();
+        let t = Instant::now();
+        let out = policy_update(model, &mut optim, settings, &train, &device)?;
+        sync::<B>(&device)?;
+        let update_s = t.elapsed().as_secs_f64();
+        let update_peak = peak.peak_mb();
+        eprintln!(
+            "[{r}/{}] update: {update_s:.1} s, peak RSS {}",
+            a.repeats,
+            mib(update_peak)
+        );
+        model = out.policy;
+        runs.push(serde_json::json!({
+            "old_logprobs_s": old_s,
+            "update_s": update_s,
+            "peak_rss_old_logprobs_mb": old_peak,
+            "peak_rss_update_mb": update_peak,
+            "per_phase_peaks": peak.is_per_phase(),
+            "loss": out.metrics.loss,
+            "grad_norm": out.grad_norm,
+            "applied": out.applied,
+        }));
+    }
+    let mut report = serde_json::json!({
+        "backend": a.backend,
         "shape": a.shape,
         "parameters": config.num_parameters(),
         "seqs": a.seqs,
@@ -195,15 +252,16 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         "micro_batch_tokens": a.micro_tokens,
         "logprob_chunk": a.plan.logprob_chunk,
         "checkpointing": a.plan.checkpointing,
-        "old_logprobs_s": old_s,
-        "update_s": update_s,
-        "peak_rss_old_logprobs_mb": old_peak,
-        "peak_rss_update_mb": update_peak,
-        "per_phase_peaks": peak.is_per_phase(),
-        "loss": out.metrics.loss,
-        "grad_norm": out.grad_norm,
-        "applied": out.applied,
+        "init_s": init_s,
+        "repeats": a.repeats,
     });
+    // the last repeat's seconds and peaks at the top level (the only one by default)
+    if let (Some(top), Some(serde_json::Value::Object(last))) =
+        (report.as_object_mut(), runs.last())
+    {
+        top.extend(last.clone());
+    }
+    report["runs"] = serde_json::Value::Array(runs);
     println!("{report}");
     Ok(())
 }

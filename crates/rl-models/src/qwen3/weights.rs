@@ -68,18 +68,86 @@ impl WeightSource for FileSource<'_> {
 
 /// HF init: normal(0, initializer_range) for linears and the embedding, ones for norms; drawn on
 /// the host from ChaCha8 so that the same seed gives the same model on every backend.
+///
+/// Every value is the next normal of one ChaCha8 stream (Box-Muller on two `f64`s, i.e. two
+/// `u64`s, i.e. four 32-bit words of the stream), in checkpoint order. ChaCha is seekable, so a
+/// large tensor is drawn in slices on several threads, each from its own copy of the generator
+/// set to the slice's word position ([`draw_normals`]): the values are bit for bit those of one
+/// thread drawing them in order, and the stream continues where that thread would have left it.
 struct RandomSource {
     rng: ChaCha8Rng,
     std: f64,
+    /// Threads a large tensor is drawn on (1: all on the calling thread).
+    threads: usize,
 }
 
-impl RandomSource {
-    fn normal(&mut self) -> f64 {
-        // Box-Muller; u1 in (0, 1].
-        let u1: f64 = 1.0 - self.rng.random::<f64>();
-        let u2: f64 = self.rng.random::<f64>();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+/// 32-bit words of the ChaCha8 stream one normal value consumes (two `u64` draws).
+const WORDS_PER_NORMAL: u128 = 4;
+
+/// Tensors below this many values (and slices below it) are drawn on the calling thread.
+const PARALLEL_MIN_VALUES: usize = 1 << 16;
+
+/// One standard normal value: Box-Muller, u1 in (0, 1].
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random::<f64>();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+/// Fills `out` with the next `out.len()` normals of `rng`, times `std`, as f32.
+fn fill_normals(rng: &mut ChaCha8Rng, std: f64, out: &mut [f32]) {
+    for v in out {
+        *v = (normal(rng) * std) as f32;
     }
+}
+
+/// `rng` moved to `values` normals past the word position `start`.
+fn seek(rng: &ChaCha8Rng, start: u128, values: usize) -> ChaCha8Rng {
+    let mut r = rng.clone();
+    r.set_word_pos(start + values as u128 * WORDS_PER_NORMAL);
+    r
+}
+
+/// The next `n` normals of `rng` (times `std`, as f32) on up to `threads` threads, in slices of
+/// at least `min_slice` values; afterwards `rng` stands where drawing them in order leaves it.
+/// Equal, bit for bit, to [`fill_normals`] on one thread. A slice whose thread cannot be
+/// started is drawn on the calling thread.
+fn draw_normals(
+    rng: &mut ChaCha8Rng,
+    std: f64,
+    n: usize,
+    threads: usize,
+    min_slice: usize,
+) -> Vec<f32> {
+    let mut out = vec![0.0f32; n];
+    let parts = threads.min(n / min_slice.max(1)).max(1);
+    if parts == 1 {
+        fill_normals(rng, std, &mut out);
+        return out;
+    }
+    let start = rng.get_word_pos();
+    let slice = n.div_ceil(parts);
+    let mut not_started = Vec::new();
+    std::thread::scope(|s| {
+        let mut slices = out.chunks_mut(slice).enumerate();
+        let first = slices.next();
+        for (i, part) in slices {
+            let mut local = seek(rng, start, i * slice);
+            let job = move || fill_normals(&mut local, std, part);
+            if std::thread::Builder::new().spawn_scoped(s, job).is_err() {
+                not_started.push(i);
+            }
+        }
+        if let Some((_, part)) = first {
+            fill_normals(&mut seek(rng, start, 0), std, part);
+        }
+    });
+    for i in not_started {
+        let part = &mut out[i * slice..n.min((i + 1) * slice)];
+        fill_normals(&mut seek(rng, start, i * slice), std, part);
+    }
+    *rng = seek(rng, start, n);
+    out
 }
 
 impl WeightSource for RandomSource {
@@ -88,7 +156,13 @@ impl WeightSource for RandomSource {
         if name.ends_with("norm.weight") {
             return Ok(vec![1.0; n]);
         }
-        Ok((0..n).map(|_| (self.normal() * self.std) as f32).collect())
+        Ok(draw_normals(
+            &mut self.rng,
+            self.std,
+            n,
+            self.threads,
+            PARALLEL_MIN_VALUES,
+        ))
     }
 }
 
@@ -101,7 +175,9 @@ impl Qwen3Config {
     /// A randomly initialised model as HF initialises one: every linear weight and the embedding
     /// drawn from normal(0, `initializer_range`), every norm weight 1. Values are drawn on the host
     /// from `ChaCha8Rng::seed_from_u64(seed)`, tensor by tensor in checkpoint order, so a seed
-    /// gives the same model on every backend (burn's backend RNG is not used).
+    /// gives the same model on every backend (burn's backend RNG is not used). Tensors of 65,536
+    /// values or more are drawn on all available cores, each core taking a slice of the same
+    /// stream, with the same values as one core drawing them in order.
     pub fn init_seeded<B: Backend>(
         &self,
         seed: u64,
@@ -111,6 +187,7 @@ impl Qwen3Config {
         let mut source = RandomSource {
             rng: ChaCha8Rng::seed_from_u64(seed),
             std: self.initializer_range,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         Qwen3::build(self.clone(), &mut source, device)
     }
@@ -400,5 +477,85 @@ impl<B: Backend> Qwen3<B> {
             source,
         })?;
         write_checkpoint(dir, self.hf_tensors()?, dtype, max_shard_bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::Flex;
+
+    /// FNV-1a over the names, shapes and f32 bit patterns of every HF tensor.
+    fn fingerprint(tensors: &[HfTensor]) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        for (name, shape, values) in tensors {
+            eat(name.as_bytes());
+            for d in shape {
+                eat(&(*d as u64).to_le_bytes());
+            }
+            for v in values {
+                eat(&v.to_bits().to_le_bytes());
+            }
+        }
+        h
+    }
+
+    /// The values a seed gives are pinned (fingerprints of the sequential draw this crate used
+    /// before large tensors were drawn in parallel): the main example, the tests and the
+    /// benchmarks depend on them. Vocabularies of 4096 and 20,000 give embeddings of 262,144
+    /// and 1,280,000 values, drawn in parallel slices where the machine has several cores.
+    #[test]
+    fn seeded_init_values_are_pinned() {
+        for (vocab, seed, want) in [
+            (32usize, 3u64, 0xb124_43da_f355_b6a2u64),
+            (4096, 0, 0x49b6_5693_0a59_f8f4),
+            (20_000, 7, 0x14b2_56bc_2df5_04d4),
+        ] {
+            let model: Qwen3<Flex> = Qwen3Config::tiny(vocab)
+                .init_seeded(seed, &Default::default())
+                .unwrap();
+            let got = fingerprint(&model.hf_tensors().unwrap());
+            assert_eq!(got, want, "vocab {vocab} seed {seed}: {got:#018x}");
+        }
+    }
+
+    /// The full Qwen3-0.6B shape (596M values, 2.4 GB twice over), pinned like the tiny ones:
+    /// `cargo test -p rl-models --lib pinned_at_0_6b -- --ignored --nocapture` (prints the time).
+    #[test]
+    #[ignore]
+    fn seeded_init_values_are_pinned_at_0_6b() {
+        let t0 = std::time::Instant::now();
+        let model: Qwen3<Flex> = Qwen3Config::qwen3_0_6b()
+            .init_seeded(0, &Default::default())
+            .unwrap();
+        let secs = t0.elapsed().as_secs_f64();
+        let got = fingerprint(&model.hf_tensors().unwrap());
+        eprintln!("0.6b seed 0: {got:#018x}, init {secs:.1} s");
+        assert_eq!(got, 0x0656_5a20_c209_528a);
+    }
+
+    /// Slices on several threads (forced here with small slices, whatever the core count) give
+    /// the sequential stream's values and leave the generator where the sequential draw does,
+    /// including slice boundaries that are not multiples of the ChaCha block.
+    #[test]
+    fn parallel_draw_equals_sequential_stream() {
+        for (n, threads, min_slice) in [(1000usize, 3usize, 10usize), (4099, 7, 1), (64, 4, 16)] {
+            let mut seq = ChaCha8Rng::seed_from_u64(11);
+            let _ = normal(&mut seq); // start off a block boundary
+            let mut par = seq.clone();
+            let mut want = vec![0.0f32; n];
+            fill_normals(&mut seq, 0.02, &mut want);
+            let got = draw_normals(&mut par, 0.02, n, threads, min_slice);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "n {n}, {threads} threads");
+            assert_eq!(par.get_word_pos(), seq.get_word_pos());
+            assert_eq!(normal(&mut par).to_bits(), normal(&mut seq).to_bits());
+        }
     }
 }
