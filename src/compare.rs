@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
-use rl_advantage::EstimatorConfig;
+use rl_advantage::{EstimatorConfig, LambdaRule, PromptWeight};
 use rl_models::Qwen3;
+use rl_sampler::BudgetSchedule;
 use rl_trainer::config::ProbeSection;
 use rl_trainer::{StepMetrics, TrainConfig, Trainer, TrainerError, read_metrics};
 
@@ -39,7 +40,7 @@ pub(crate) fn scale_line(demo: &ArithmeticDemo, budget: &str) -> Result<String, 
 }
 
 /// Marker file written into a run folder when its run has finished: the run's resolved config.
-const COMPLETE: &str = "COMPLETE";
+pub const COMPLETE: &str = "COMPLETE";
 
 /// What to compare and where the runs live.
 #[derive(Clone, Debug)]
@@ -69,36 +70,119 @@ pub struct CompareSpec {
 }
 
 /// An algorithm of a comparison: a preset with optional overrides, written
-/// `preset[:lambda=L][:tau=T][:probe]` — e.g. `da3po:lambda=1.5:tau=0.3` (DAA's λ and τ) or
-/// `dapo:probe` (the run gets the spec's theorem probe). The whole string names the run folder.
+/// `preset[:key=value]…[:probe]`. The whole string names the run folder (`:` becomes `_`), so it
+/// may hold only letters, digits and `_ . = : @ + -`. The overrides:
+///
+/// | part | what it sets |
+/// |---|---|
+/// | `lambda=<number>` | DAA's constant λ (`da3po` only) |
+/// | `lambda=theory` | DAA's λ = 1/γ(p̂, G) from Theorem 3.1 (`lambda_rule = "theory"`, `da3po` only) |
+/// | `lambda_min=<number>`, `lambda_max=<number>` | bounds of the theory factor (with `lambda=theory` only) |
+/// | `tau=<number>` | DAA's τ (`da3po` only) |
+/// | `weight=<name>` | the prompt weight `[advantage] prompt_weight`, e.g. `linear_r` (any estimator) |
+/// | `budget=<schedule>[@<max>]` | difficulty-adaptive group sizes `[rollout.budget]` ([`BudgetArm`]) |
+/// | `probe` | the run gets the spec's theorem probe |
+///
+/// Examples: `da3po:lambda=1.5:tau=0.3`, `dapo:probe`, `da3po:lambda=theory`,
+/// `dapo:weight=linear_r`, `dapo:budget=dars_hw`, `dapo:budget=dars_et@16`. Each key may appear
+/// once; unknown or malformed parts are errors that list the valid forms.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Variant {
     /// The algorithm preset.
     pub preset: String,
-    /// DAA's λ, if overridden.
+    /// DAA's constant λ, if overridden.
     pub lambda: Option<f64>,
     /// DAA's τ, if overridden.
     pub tau: Option<f64>,
     /// Whether the run is probed.
     pub probe: bool,
+    /// `lambda=theory`: λ = 1/γ(p̂, G) (`rl_advantage::LambdaRule::Theory`).
+    pub lambda_theory: bool,
+    /// Lower bound of the theory factor.
+    pub lambda_min: Option<f64>,
+    /// Upper bound of the theory factor.
+    pub lambda_max: Option<f64>,
+    /// The prompt weight (`[advantage] prompt_weight`), if set.
+    pub weight: Option<PromptWeight>,
+    /// Difficulty-adaptive group sizes, if set.
+    pub budget: Option<BudgetArm>,
 }
 
+/// `budget=<schedule>[@<max>]` of a [`Variant`]: `[rollout.budget]` with this schedule, the
+/// section's default `min` (2) and `decay` (0.5), and `max` = the given one or the schedule's
+/// [`BudgetArm::default_max`]. The round's total stays prompts × `rollout.group_size`, so runs
+/// with and without it generate the same responses per round. The DARS schedules measure a
+/// group's cumulative advantage the way the run's estimator does (`std = true` for the
+/// std-normalised `grpo`, `dapo`, `da3po`; `false` for `dr_grpo`, `rloo`), which is the coupling
+/// of the authors' code (`grpo_use_std`); their `base` is the round's mean share (G).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetArm {
+    /// The schedule's name (`rl_sampler::BUDGET_SCHEDULE_NAMES`).
+    pub schedule: String,
+    /// The largest group, if given (`@<max>`).
+    pub max: Option<usize>,
+}
+
+impl BudgetArm {
+    /// The largest group when `@<max>` is not given: the sources' caps, DARS equal-treatment 32
+    /// and hardness-weighted 64 (the authors' README, at their N = 8), Knapsack RL 128 (the
+    /// authors' 7B script's `max_n`); `uniform` needs no more than the group size.
+    pub fn default_max(schedule: &str, group_size: usize) -> usize {
+        match schedule {
+            "dars_et" => 32,
+            "dars_hw" => 64,
+            "knapsack" => 128,
+            _ => group_size,
+        }
+    }
+}
+
+/// The valid parts of a [`Variant`], for error messages.
+const VARIANT_FORMS: &str = "lambda=<number>, lambda=theory, lambda_min=<number> and \
+     lambda_max=<number> (with lambda=theory), tau=<number>, weight=<prompt weight> (linear_r), \
+     budget=<schedule>[@<max>] (uniform, dars_et, dars_hw, knapsack; e.g. budget=dars_hw or \
+     budget=dars_hw@32), probe";
+
 impl Variant {
-    /// Parses `preset[:key=value]…`; unknown keys and bad numbers are config errors naming the
-    /// algorithm string.
+    /// Parses `preset[:key=value]…[:probe]`; unknown keys, repeated keys, bad numbers, unknown
+    /// weights or schedules and characters a folder name cannot hold are config errors naming
+    /// the algorithm string.
     pub fn parse(name: &str) -> Result<Self, TrainerError> {
         let bad = |message: String| TrainerError::Config {
             field: format!("algorithms (`{name}`)"),
             message,
         };
+        if let Some(c) = name
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || "_.=:@+-".contains(*c)))
+        {
+            let hint = if c == '/' {
+                "; write a budget's max after `@` (budget=dars_hw@32)"
+            } else {
+                ""
+            };
+            return Err(bad(format!(
+                "`{c}` cannot be part of a run name (it names the run's folder: letters, digits \
+                 and _ . = : @ + - only){hint}"
+            )));
+        }
         let mut parts = name.split(':');
         let preset = parts.next().unwrap_or_default().to_string();
+        if preset.is_empty() {
+            return Err(bad("no preset before the first `:`".into()));
+        }
         let mut v = Variant {
             preset,
             lambda: None,
             tau: None,
             probe: false,
+            lambda_theory: false,
+            lambda_min: None,
+            lambda_max: None,
+            weight: None,
+            budget: None,
         };
+        let mut seen: Vec<&str> = Vec::new();
         for part in parts {
             let number = |x: &str| {
                 x.parse::<f64>()
@@ -106,22 +190,62 @@ impl Variant {
                     .filter(|x| x.is_finite())
                     .ok_or_else(|| bad(format!("`{x}` is not a number")))
             };
+            let key = part.split_once('=').map_or(part, |(k, _)| k);
+            if seen.contains(&key) {
+                return Err(bad(format!("`{key}` is given twice")));
+            }
+            seen.push(key);
             match part.split_once('=') {
+                Some(("lambda", "theory")) => v.lambda_theory = true,
                 Some(("lambda", x)) => v.lambda = Some(number(x)?),
+                Some(("lambda_min", x)) => v.lambda_min = Some(number(x)?),
+                Some(("lambda_max", x)) => v.lambda_max = Some(number(x)?),
                 Some(("tau", x)) => v.tau = Some(number(x)?),
+                Some(("weight", x)) => {
+                    v.weight = Some(PromptWeight::from_name(x).map_err(|e| bad(e.to_string()))?)
+                }
+                Some(("budget", x)) => {
+                    let (schedule, max) = match x.split_once('@') {
+                        Some((s, m)) => {
+                            let max =
+                                m.parse::<usize>().ok().filter(|&m| m > 0).ok_or_else(|| {
+                                    bad(format!(
+                                        "`{m}` is not a group size (budget=<schedule>@<max>)"
+                                    ))
+                                })?;
+                            (s, Some(max))
+                        }
+                        None => (x, None),
+                    };
+                    BudgetSchedule::from_name(schedule).map_err(|e| bad(e.to_string()))?;
+                    v.budget = Some(BudgetArm {
+                        schedule: schedule.to_string(),
+                        max,
+                    });
+                }
                 None if part == "probe" => v.probe = true,
                 _ => {
                     return Err(bad(format!(
-                        "unknown override `{part}`; valid: lambda=<number>, tau=<number>, probe"
+                        "unknown override `{part}`; valid: {VARIANT_FORMS}"
                     )));
                 }
             }
+        }
+        if (v.lambda_min.is_some() || v.lambda_max.is_some()) && !v.lambda_theory {
+            return Err(bad(
+                "lambda_min and lambda_max bound the theory factor: give them with lambda=theory"
+                    .into(),
+            ));
         }
         Ok(v)
     }
 
     /// Applies the overrides to a config built from the preset.
     fn apply(&self, cfg: &mut TrainConfig, probe: &ProbeSection) -> Result<(), TrainerError> {
+        let config = |e: &dyn std::fmt::Display| TrainerError::Config {
+            field: "algorithms".into(),
+            message: e.to_string(),
+        };
         if self.lambda.is_some() || self.tau.is_some() {
             let (l0, t0) = match &cfg.advantage {
                 EstimatorConfig::Da3po { lambda, tau, .. } => (*lambda, *tau),
@@ -130,10 +254,35 @@ impl Variant {
             cfg.advantage = cfg
                 .advantage
                 .with_daa(self.lambda.unwrap_or(l0), self.tau.unwrap_or(t0))
-                .map_err(|e| TrainerError::Config {
-                    field: "algorithms".into(),
-                    message: e.to_string(),
-                })?;
+                .map_err(|e| config(&e))?;
+        }
+        if self.lambda_theory {
+            cfg.advantage = cfg
+                .advantage
+                .with_lambda_rule(LambdaRule::Theory, self.lambda_min, self.lambda_max)
+                .map_err(|e| config(&e))?;
+        }
+        if let Some(w) = self.weight {
+            cfg.advantage = cfg.advantage.with_prompt_weight(w);
+        }
+        if let Some(b) = &self.budget {
+            let std = matches!(
+                cfg.advantage,
+                EstimatorConfig::Grpo { .. }
+                    | EstimatorConfig::Dapo { .. }
+                    | EstimatorConfig::Da3po { .. }
+            );
+            let schedule = match BudgetSchedule::from_name(&b.schedule).map_err(|e| config(&e))? {
+                BudgetSchedule::DarsEt { base, .. } => BudgetSchedule::DarsEt { std, base },
+                BudgetSchedule::DarsHw { base, .. } => BudgetSchedule::DarsHw { std, base },
+                other => other,
+            };
+            let max = b
+                .max
+                .unwrap_or_else(|| BudgetArm::default_max(&b.schedule, cfg.rollout.group_size));
+            // min and decay: the section's own defaults.
+            let section = serde_json::json!({ "schedule": schedule, "max": max });
+            cfg.rollout.budget = Some(serde_json::from_value(section).map_err(|e| config(&e))?);
         }
         if self.probe {
             cfg.probe = probe.clone();
@@ -266,11 +415,19 @@ pub fn run_all<B: AutodiffBackend>(
 
 /// Whether the run of (`algo`, `seed`) finished with exactly the configuration it would get
 /// now (an interrupted comparison resumes run by run; any other run in the folder is redone).
+///
+/// The marker holds the resolved config as it was written. A config key added to rlvr later
+/// (with the default that keeps the old behaviour) is missing from older markers, so the marker
+/// is also read back as a [`TrainConfig`] — the missing keys take their defaults — and compared
+/// after writing it out again: the committed study runs stay complete when the config grows.
 pub fn is_complete(spec: &CompareSpec, demo: &ArithmeticDemo, algo: &str, seed: u64) -> bool {
     let Ok(cfg) = run_config(spec, demo, algo, seed) else {
         return false;
     };
-    std::fs::read_to_string(cfg.out_dir.join(COMPLETE)).is_ok_and(|done| done == cfg.to_toml())
+    let now = cfg.to_toml();
+    std::fs::read_to_string(cfg.out_dir.join(COMPLETE)).is_ok_and(|done| {
+        done == now || toml::from_str::<TrainConfig>(&done).is_ok_and(|c| c.to_toml() == now)
+    })
 }
 
 /// Mean and sample (Bessel, n − 1) standard deviation over seeds; NaN for none, s.d. 0 for one.

@@ -1,5 +1,5 @@
-//! The few statistics the pre-registered study needs: Student's t distribution (for paired
-//! 95 % confidence intervals and the power calculation) and the paired summary itself.
+//! The few statistics the pre-registered studies need: Student's t distribution (for paired
+//! confidence intervals and the power calculation) and the paired summary itself.
 //!
 //! The t CDF is computed from the regularised incomplete beta function,
 //! F(t; ν) = 1 − ½ I_{ν/(ν+t²)}(ν/2, ½) for t ≥ 0, with the continued fraction of Numerical
@@ -125,9 +125,9 @@ pub struct Paired {
     pub mean: f64,
     /// Sample standard deviation of the differences (n − 1 denominator).
     pub sd: f64,
-    /// Lower end of the 95 % confidence interval.
+    /// Lower end of the confidence interval (95 % unless built with [`Paired::at`] and another level).
     pub lo: f64,
-    /// Upper end of the 95 % confidence interval.
+    /// Upper end of the confidence interval.
     pub hi: f64,
 }
 
@@ -142,8 +142,16 @@ impl Paired {
         2.0 * (1.0 - t_cdf(t.abs(), (self.n - 1) as f64))
     }
 
-    /// The summary of `diffs`; with fewer than two pairs the s.d. and interval are NaN.
+    /// The summary of `diffs` with the 95 % interval; with fewer than two pairs the s.d. and
+    /// interval are NaN.
     pub fn of(diffs: &[f64]) -> Self {
+        Self::at(diffs, 0.05)
+    }
+
+    /// The summary of `diffs` with the two-sided interval of level `alpha` (confidence
+    /// 1 − α; e.g. α = 0.05/4 = 0.0125, a 98.75 % interval, for a Bonferroni correction over 4
+    /// comparisons).
+    pub fn at(diffs: &[f64], alpha: f64) -> Self {
         let n = diffs.len();
         let mean = if n == 0 {
             f64::NAN
@@ -160,7 +168,8 @@ impl Paired {
             };
         }
         let sd = (diffs.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt();
-        let half = t_quantile(0.975, (n - 1) as f64) * sd / (n as f64).sqrt();
+        let q = 1.0 - alpha / 2.0;
+        let half = t_quantile(q, (n - 1) as f64) * sd / (n as f64).sqrt();
         Self {
             n,
             mean,

@@ -1,12 +1,19 @@
-//! The pre-registered DA3PO vs DAPO study (docs/results.md, "Does DA3PO help on hard prompts?").
+//! The pre-registered studies of docs/results.md: "Does DA3PO help on hard prompts?"
+//! (`configs/study_da3po.toml`) and "Hard-prompt methods against DAPO"
+//! (`configs/study_hard_prompts.toml`).
 //!
-//! A [`StudySpec`] (TOML, `configs/study_da3po.toml`) names task settings (demo overrides and
-//! seeds), the primary comparison, the λ/τ ablation and the theorem probe. [`run`] trains every
+//! A [`StudySpec`] (TOML) names task settings (demo overrides and seeds), the budget of every
+//! run (equal optimizer steps or equal generated responses), the methods paired with the
+//! baseline by seed, and optionally the λ/τ ablation and the theorem probe. [`run`] trains every
 //! run that has not finished with its current configuration — in the order theorem probe,
 //! primary pairs, other settings, ablation — and stops starting runs at a time limit, so the
-//! study spreads over several sittings. [`report`] rebuilds the markdown section, with the
-//! paired 95 % intervals, the ablation plot and the theorem table and plot, from whatever runs
-//! exist; missing runs are listed as such.
+//! study spreads over several sittings. [`report`] rebuilds the markdown section from whatever
+//! runs exist (missing runs are listed as such): without `methods`, the DA3PO study's layout
+//! (one DA3PO − DAPO table per setting, the ablation plot, the theorem table and plot); with
+//! `methods`, one row per method with its paired difference from the baseline, the 95 % interval
+//! and the interval of the study's multiple-comparison correction, a verdict per method and one
+//! conclusion line. Both layouts share the pairing (`load_pairs`), the statistics
+//! ([`Paired`]) and the decision rule ([`classify`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -19,11 +26,11 @@ use rl_advantage::theory::{correct_survival, group_survival, wrong_survival};
 use rl_advantage::{GroupId, Sample, compute_batch};
 use rl_trainer::config::ProbeSection;
 use rl_trainer::probe::{ProbeRecord, read_probe};
-use rl_trainer::{EvalReport, StepMetrics, TrainerError, read_metrics};
+use rl_trainer::{EvalReport, StepMetrics, TrainConfig, TrainerError, read_metrics};
 use serde::Deserialize;
 
 use crate::compare::{
-    CompareSpec, evals, hard_mixed_fraction, is_complete, run_all, run_config, run_dir,
+    CompareSpec, Variant, evals, hard_mixed_fraction, is_complete, run_all, run_config, run_dir,
 };
 use crate::demo::ArithmeticDemo;
 use crate::plot::{Panel, Series, save_png};
@@ -38,14 +45,40 @@ const END: &str = "<!-- rlvr study: end -->";
 pub struct StudySpec {
     /// Folder of the runs (one sub-folder per setting).
     pub out: PathBuf,
-    /// Optimizer steps of every run (the comparison budget).
-    pub steps: usize,
-    /// The difference the study is powered to detect (hard-tier avg@k).
+    /// Equal optimizer steps: every run makes this many updates. Exactly one of `steps` and
+    /// `responses` is given.
+    #[serde(default)]
+    pub steps: Option<usize>,
+    /// Equal generated responses: every run stops after the step in which its total of
+    /// generated responses reaches this (the trainer's `rollout_budget`).
+    #[serde(default)]
+    pub responses: Option<usize>,
+    /// Samples per held-out prompt (the k of avg@k); unset: the setting's demo's.
+    #[serde(default)]
+    pub eval_k: Option<usize>,
+    /// The difference the study is powered to detect (avg@k of `tier`).
     pub delta: f64,
     /// The tier of the primary metric.
     pub tier: String,
     /// The setting of the primary comparison.
     pub primary: String,
+    /// Name of the report section: its markers are `<!-- rlvr study NAME: begin -->` and
+    /// `… end -->`. Unset: the DA3PO study's markers (`<!-- rlvr study: begin -->`).
+    #[serde(default)]
+    pub section: Option<String>,
+    /// Heading of the report section (unset: "The pre-registered study: results").
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The run every method is paired with (unset: `dapo`, "DAPO").
+    #[serde(default)]
+    pub baseline: Option<Method>,
+    /// The methods, each paired with the baseline by seed, in report order. Empty: the DA3PO
+    /// study (`da3po` against `dapo`) in its own report layout.
+    #[serde(default)]
+    pub methods: Vec<Method>,
+    /// The multiple-comparison correction over `methods`.
+    #[serde(default)]
+    pub correction: Correction,
     /// Task settings, in report order.
     pub settings: Vec<Setting>,
     /// The λ/τ ablation.
@@ -53,6 +86,31 @@ pub struct StudySpec {
     /// The theorem probe.
     pub theorem: Option<Theorem>,
 }
+
+/// One method of a study: a run name ([`crate::compare::Variant`]) and its label in the report.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Method {
+    /// The run (`preset[:key=value]…`, also the run folder's name).
+    pub run: String,
+    /// Its name in the report.
+    pub label: String,
+}
+
+/// How the decision intervals of several methods against one baseline are corrected.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Correction {
+    /// Each method's decision uses the 95 % interval.
+    #[default]
+    None,
+    /// Bonferroni: with m methods, each decision uses the 1 − 0.05/m interval, so the chance
+    /// of any false verdict of difference over the family is at most 5 %.
+    Bonferroni,
+}
+
+/// The family-wise level of every study.
+pub const FAMILY_ALPHA: f64 = 0.05;
 
 /// One task setting: demo overrides and the seeds of its DAPO/DA3PO pairs.
 #[derive(Clone, Debug, Deserialize)]
@@ -105,6 +163,10 @@ impl StudySpec {
             field: "<study toml>".into(),
             message: e.to_string(),
         })?;
+        let bad = |field: &str, message: String| TrainerError::Config {
+            field: field.into(),
+            message,
+        };
         let known: Vec<&str> = spec.settings.iter().map(|s| s.name.as_str()).collect();
         let mut named = vec![("primary", spec.primary.as_str())];
         if let Some(a) = &spec.ablation {
@@ -121,11 +183,51 @@ impl StudySpec {
                 });
             }
         }
-        if spec.steps == 0 {
-            return Err(TrainerError::Config {
-                field: "steps".into(),
-                message: "0 (must be >= 1)".into(),
-            });
+        match (spec.steps, spec.responses) {
+            (Some(0), _) => return Err(bad("steps", "0 (must be >= 1)".into())),
+            (_, Some(0)) => return Err(bad("responses", "0 (must be >= 1)".into())),
+            (Some(_), None) | (None, Some(_)) => {}
+            _ => {
+                return Err(bad(
+                    "steps",
+                    "give exactly one budget: `steps` (equal optimizer steps) or `responses` \
+                     (equal generated responses)"
+                        .into(),
+                ));
+            }
+        }
+        if spec.eval_k == Some(0) {
+            return Err(bad("eval_k", "0 (must be >= 1)".into()));
+        }
+        if let Some(name) = &spec.section
+            && (name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        {
+            return Err(bad(
+                "section",
+                format!("`{name}`: letters, digits, _ and - only (it goes into the markers)"),
+            ));
+        }
+        let mut runs = vec![spec.baseline().run];
+        for m in &spec.methods {
+            if runs.contains(&m.run) {
+                return Err(bad(
+                    "methods",
+                    format!("`{}` is listed twice (or is the baseline)", m.run),
+                ));
+            }
+            runs.push(m.run.clone());
+        }
+        for r in &runs {
+            Variant::parse(r)?;
+        }
+        if spec.methods.is_empty() && spec.correction != Correction::None {
+            return Err(bad(
+                "correction",
+                "a correction needs `methods` (the DA3PO study has one comparison)".into(),
+            ));
         }
         Ok(spec)
     }
@@ -135,6 +237,89 @@ impl StudySpec {
             .iter()
             .find(|s| s.name == name)
             .unwrap_or(&self.settings[0])
+    }
+
+    /// The baseline (`dapo` unless the file names another).
+    pub fn baseline(&self) -> Method {
+        self.baseline.clone().unwrap_or_else(|| Method {
+            run: "dapo".into(),
+            label: "DAPO".into(),
+        })
+    }
+
+    /// The runs of every seed of a setting: the baseline first, then the methods (the DA3PO
+    /// study: `dapo`, `da3po`).
+    pub fn arms(&self) -> Vec<String> {
+        if self.methods.is_empty() {
+            return vec![self.baseline().run, "da3po".to_string()];
+        }
+        std::iter::once(self.baseline().run)
+            .chain(self.methods.iter().map(|m| m.run.clone()))
+            .collect()
+    }
+
+    /// The two-sided level of each method's decision interval: 0.05, or 0.05/m with Bonferroni
+    /// over m methods.
+    pub fn decision_alpha(&self) -> f64 {
+        match self.correction {
+            Correction::None => FAMILY_ALPHA,
+            Correction::Bonferroni => FAMILY_ALPHA / self.methods.len().max(1) as f64,
+        }
+    }
+
+    /// The budget of every run, in words.
+    pub fn budget_words(&self) -> String {
+        match (self.steps, self.responses) {
+            (Some(s), _) => format!("{s} optimizer steps per run"),
+            (None, Some(r)) => format!("{r} generated responses per run"),
+            (None, None) => "no budget".into(),
+        }
+    }
+
+    /// A setting's demo, with the study's `eval_k`.
+    pub fn demo(&self, setting: &Setting) -> Result<ArithmeticDemo, TrainerError> {
+        let mut demo = setting_demo(setting)?;
+        if let Some(k) = self.eval_k {
+            demo.train.eval.k = k;
+        }
+        Ok(demo)
+    }
+
+    /// Builds every planned run's configuration (first seed of each comparison), so that a run
+    /// name the trainer cannot run is an error before anything trains, not a run that stays
+    /// "missing".
+    pub fn check(&self) -> Result<(), TrainerError> {
+        for (setting, algos, seeds) in plan(self) {
+            let demo = self.demo(self.setting(&setting))?;
+            let cs = compare_spec(self, &setting, algos.clone(), seeds.clone(), None);
+            for a in &algos {
+                run_config(&cs, &demo, a, seeds.first().copied().unwrap_or(0))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The resolved configuration of one run of the study (its folder is the config's
+    /// `out_dir`; a finished run holds the config's TOML in `COMPLETE` there).
+    pub fn resolve(
+        &self,
+        setting: &str,
+        run: &str,
+        seed: u64,
+    ) -> Result<TrainConfig, TrainerError> {
+        let demo = self.demo(self.setting(setting))?;
+        let cs = compare_spec(self, setting, vec![run.to_string()], vec![seed], None);
+        run_config(&cs, &demo, run, seed)
+    }
+
+    fn markers(&self) -> (String, String) {
+        match &self.section {
+            None => (BEGIN.to_string(), END.to_string()),
+            Some(n) => (
+                format!("<!-- rlvr study {n}: begin -->"),
+                format!("<!-- rlvr study {n}: end -->"),
+            ),
+        }
     }
 }
 
@@ -157,7 +342,6 @@ pub fn ablation_algorithm(lambda: f64, tau: f64) -> String {
 
 /// The comparisons of the study, in the order they are run: (setting, algorithms, seeds).
 fn plan(spec: &StudySpec) -> Vec<(String, Vec<String>, Vec<u64>)> {
-    let pair = || vec!["dapo".to_string(), "da3po".to_string()];
     let mut out = Vec::new();
     if let Some(t) = &spec.theorem {
         out.push((
@@ -167,9 +351,9 @@ fn plan(spec: &StudySpec) -> Vec<(String, Vec<String>, Vec<u64>)> {
         ));
     }
     let primary = spec.setting(&spec.primary);
-    out.push((primary.name.clone(), pair(), primary.seeds.clone()));
+    out.push((primary.name.clone(), spec.arms(), primary.seeds.clone()));
     for s in spec.settings.iter().filter(|s| s.name != spec.primary) {
-        out.push((s.name.clone(), pair(), s.seeds.clone()));
+        out.push((s.name.clone(), spec.arms(), s.seeds.clone()));
     }
     if let Some(a) = &spec.ablation {
         let mut algos: Vec<String> = Vec::new();
@@ -186,7 +370,8 @@ fn plan(spec: &StudySpec) -> Vec<(String, Vec<String>, Vec<u64>)> {
     out
 }
 
-/// The comparison spec of one setting.
+/// The comparison spec of one setting: the study's budget (equal steps or equal generated
+/// responses), no intermediate evaluation (held-out avg@k before and after training).
 fn compare_spec(
     spec: &StudySpec,
     setting: &str,
@@ -205,12 +390,12 @@ fn compare_spec(
     CompareSpec {
         algorithms,
         seeds,
-        rollout_budget: None,
-        budget_steps: spec.steps,
+        rollout_budget: spec.responses,
+        budget_steps: spec.steps.unwrap_or(0),
         eval_every: 0,
         target: 1.0,
         out: spec.out.join(setting),
-        steps: Some(spec.steps),
+        steps: spec.steps,
         probe,
         deadline,
     }
@@ -223,8 +408,9 @@ pub fn run<B: AutodiffBackend>(
     deadline: Option<Instant>,
     log: &mut dyn FnMut(String),
 ) -> Result<(), TrainerError> {
+    spec.check()?;
     for (setting, algos, seeds) in plan(spec) {
-        let demo = setting_demo(spec.setting(&setting))?;
+        let demo = spec.demo(spec.setting(&setting))?;
         let cs = compare_spec(spec, &setting, algos, seeds, deadline);
         run_all::<B>(&cs, &demo, device, &mut |line| {
             log(format!("[{setting}] {line}"))
@@ -241,10 +427,30 @@ struct RunResult {
     last: EvalReport,
     /// Fraction of trained mixed groups with p̂ < 0.4.
     hard_kept: f64,
+    /// Optimizer steps made (the last evaluation's step).
+    steps: usize,
+    /// Mean over training steps of the fraction of trained responses DAA amplified.
+    frac_amplified: f64,
+    /// Smallest and largest group of the run (`group_sizes`; none without a rollout budget).
+    group_sizes: Option<(usize, usize)>,
+    /// Fraction of training steps whose groups differ in size (an adaptive budget acting).
+    unequal_steps: f64,
 }
 
 fn tier_avg(e: &EvalReport, tier: &str) -> f64 {
     e.tiers.get(tier).map_or(f64::NAN, |t| t.avg_at_k)
+}
+
+/// The evaluation's standard error of a tier's avg@k, over prompts (total), and its sampling
+/// part √(E[p(1 − p)] / (k·P)), the part that more samples per prompt shrink and that does not
+/// cancel in a difference of two runs on the same prompts (NaN without the noise split).
+fn tier_se(e: &EvalReport, tier: &str) -> (f64, f64) {
+    e.tiers.get(tier).map_or((f64::NAN, f64::NAN), |t| {
+        let sampling = t.noise.map_or(f64::NAN, |n| {
+            (n.within / (t.k.max(1) * t.prompts.max(1)) as f64).sqrt()
+        });
+        (t.avg_std_error, sampling)
+    })
 }
 
 fn load_run(
@@ -262,11 +468,26 @@ fn load_run(
         return Ok(None);
     };
     let train: Vec<&StepMetrics> = m.iter().filter(|x| x.step > 0).collect();
+    let group_sizes = train.iter().filter_map(|x| x.group_sizes).fold(
+        None,
+        |acc: Option<(usize, usize)>, [lo, hi]| {
+            Some(acc.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))))
+        },
+    );
     Ok(Some(RunResult {
         responses: last.1,
         first: first.2.clone(),
         last: last.2.clone(),
         hard_kept: hard_mixed_fraction(&train),
+        steps: last.0,
+        frac_amplified: train.iter().map(|x| x.frac_amplified).sum::<f64>()
+            / train.len().max(1) as f64,
+        group_sizes,
+        unequal_steps: train
+            .iter()
+            .filter(|x| x.group_sizes.is_some_and(|[lo, hi]| lo < hi))
+            .count() as f64
+            / train.len().max(1) as f64,
     }))
 }
 
@@ -286,20 +507,22 @@ fn s3(x: f64) -> String {
     }
 }
 
-/// The paired DAPO/DA3PO results of one setting: per seed (seed, DAPO, DA3PO).
+/// The paired results of one setting: per seed (seed, baseline run, other run).
 type Pairs = Vec<(u64, Option<RunResult>, Option<RunResult>)>;
 
+/// The baseline's and `other`'s complete runs of each seed (`None`: not complete).
 fn load_pairs(
     spec: &StudySpec,
     setting: &Setting,
     seeds: &[u64],
     other: &str,
 ) -> Result<Pairs, TrainerError> {
-    let demo = setting_demo(setting)?;
+    let demo = spec.demo(setting)?;
+    let base = spec.baseline().run;
     let cs = compare_spec(
         spec,
         &setting.name,
-        vec!["dapo".into(), other.into()],
+        vec![base.clone(), other.into()],
         seeds.to_vec(),
         None,
     );
@@ -308,7 +531,7 @@ fn load_pairs(
         .map(|&s| {
             Ok((
                 s,
-                load_run(&cs, &demo, "dapo", s)?,
+                load_run(&cs, &demo, &base, s)?,
                 load_run(&cs, &demo, other, s)?,
             ))
         })
@@ -326,51 +549,102 @@ fn diffs(pairs: &Pairs, tier: Option<&str>) -> Vec<f64> {
         .collect()
 }
 
-/// The plain-language verdict on a paired interval, given how many pairs were planned.
-pub fn verdict(p: &Paired, planned: usize, delta: f64) -> String {
+/// The pre-registered decision on one method's paired interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Fewer than two complete pairs.
+    NoInterval,
+    /// Not every pre-registered pair is complete: no conclusion.
+    Incomplete,
+    /// The interval is above 0.
+    Better,
+    /// The interval is below 0.
+    Worse,
+    /// The interval contains 0 and lies inside (−δ, +δ).
+    NoEffect,
+    /// The interval contains 0 and reaches ±δ.
+    NotDetectable,
+}
+
+/// The decision rule of the pre-registrations, on an interval `p` of which `planned` pairs were
+/// pre-registered, with the effect size `delta`.
+pub fn classify(p: &Paired, planned: usize, delta: f64) -> Verdict {
     if !(p.lo.is_finite() && p.hi.is_finite()) {
-        return format!(
-            "**No interval yet:** {} complete pair(s) of {planned}; an interval needs two.",
-            p.n
-        );
+        Verdict::NoInterval
+    } else if p.n < planned {
+        Verdict::Incomplete
+    } else if p.lo > 0.0 {
+        Verdict::Better
+    } else if p.hi < 0.0 {
+        Verdict::Worse
+    } else if p.lo > -delta && p.hi < delta {
+        Verdict::NoEffect
+    } else {
+        Verdict::NotDetectable
     }
-    if p.n < planned {
+}
+
+/// The plain-language verdict on a paired DA3PO − DAPO interval, given how many pairs were
+/// planned (the DA3PO study's wording).
+pub fn verdict(p: &Paired, planned: usize, delta: f64) -> String {
+    if classify(p, planned, delta) == Verdict::Incomplete {
         return format!(
             "**Incomplete: {} of {planned} pre-registered pairs.** No conclusion is drawn; the \
              interval below is an interim look, not the pre-registered test.",
             p.n
         );
     }
-    if p.lo > 0.0 {
-        let small = if p.hi < delta {
+    verdict_of(p, planned, delta, "DA3PO", "DAPO", "95 % CI")
+}
+
+/// The plain-language verdict on `method` − `baseline`, `p` holding the decision interval
+/// (named `ci`, e.g. "95 % CI" or "98.75 % CI").
+pub fn verdict_of(
+    p: &Paired,
+    planned: usize,
+    delta: f64,
+    method: &str,
+    baseline: &str,
+    ci: &str,
+) -> String {
+    match classify(p, planned, delta) {
+        Verdict::NoInterval => format!(
+            "**No interval yet:** {} complete pair(s) of {planned}; an interval needs two.",
+            p.n
+        ),
+        Verdict::Incomplete => format!(
+            "**Incomplete: {} of {planned} pre-registered pairs.** No conclusion is drawn; the \
+             {ci} [{:+.4}, {:+.4}] is an interim look, not the pre-registered test.",
+            p.n, p.lo, p.hi
+        ),
+        Verdict::Better => {
+            let small = if p.hi < delta {
+                format!(
+                    " The interval also excludes gains of {delta} or more: the effect is smaller \
+                     than the one the study was powered for."
+                )
+            } else {
+                String::new()
+            };
             format!(
-                " The interval also excludes gains of {delta} or more: the effect is smaller \
-                 than the one the study was powered for."
+                "**Confirmed:** {method} beats {baseline} (mean {:+.4}, {ci} [{:+.4}, {:+.4}] excludes 0).{small}",
+                p.mean, p.lo, p.hi
             )
-        } else {
-            String::new()
-        };
-        format!(
-            "**Confirmed:** DA3PO beats DAPO (mean {:+.4}, 95 % CI [{:+.4}, {:+.4}] excludes 0).{small}",
+        }
+        Verdict::Worse => format!(
+            "**Refuted:** {method} is worse than {baseline} (mean {:+.4}, {ci} [{:+.4}, {:+.4}]).",
             p.mean, p.lo, p.hi
-        )
-    } else if p.hi < 0.0 {
-        format!(
-            "**Refuted:** DA3PO is worse than DAPO (mean {:+.4}, 95 % CI [{:+.4}, {:+.4}]).",
-            p.mean, p.lo, p.hi
-        )
-    } else if p.lo > -delta && p.hi < delta {
-        format!(
-            "**No effect of ±{delta} or more:** the 95 % CI [{:+.4}, {:+.4}] contains 0 and \
+        ),
+        Verdict::NoEffect => format!(
+            "**No effect of ±{delta} or more:** the {ci} [{:+.4}, {:+.4}] contains 0 and \
              excludes ±{delta}.",
             p.lo, p.hi
-        )
-    } else {
-        format!(
-            "**Not detectable at this scale:** the 95 % CI [{:+.4}, {:+.4}] contains 0 and \
+        ),
+        Verdict::NotDetectable => format!(
+            "**Not detectable at this scale:** the {ci} [{:+.4}, {:+.4}] contains 0 and \
              reaches ±{delta}.",
             p.lo, p.hi
-        )
+        ),
     }
 }
 
@@ -720,7 +994,7 @@ fn theorem_section(
     image: &Path,
 ) -> Result<Option<PathBuf>, TrainerError> {
     let setting = spec.setting(&t.setting);
-    let demo = setting_demo(setting)?;
+    let demo = spec.demo(setting)?;
     let algo = format!("{}:probe", t.algorithm);
     let cs = compare_spec(
         spec,
@@ -922,7 +1196,7 @@ fn runs_section(md: &mut String, spec: &StudySpec) -> Result<(), TrainerError> {
     let _ = writeln!(md, "### Every planned run\n");
     let mut table: BTreeMap<(String, String), (Vec<u64>, Vec<u64>)> = BTreeMap::new();
     for (setting, algos, seeds) in plan(spec) {
-        let demo = setting_demo(spec.setting(&setting))?;
+        let demo = spec.demo(spec.setting(&setting))?;
         let cs = compare_spec(spec, &setting, algos.clone(), seeds.clone(), None);
         for a in &algos {
             let e = table.entry((setting.clone(), a.clone())).or_default();
@@ -946,31 +1220,376 @@ fn runs_section(md: &mut String, spec: &StudySpec) -> Result<(), TrainerError> {
     Ok(())
 }
 
-/// Builds the study's markdown section (markers included); plots go to `img_dir`
-/// (`study_ablation.png`, `study_theorem.png`), linked as `img/<name>`.
-pub fn report(spec: &StudySpec, config: &Path, img_dir: &Path) -> Result<String, TrainerError> {
-    let mut md = String::new();
-    let _ = writeln!(md, "{BEGIN}");
-    let primary_demo = setting_demo(spec.setting(&spec.primary))?;
+/// Mean of the finite values (NaN for none).
+fn mean_of(xs: impl IntoIterator<Item = f64>) -> f64 {
+    let (sum, n) = xs
+        .into_iter()
+        .filter(|x| x.is_finite())
+        .fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 { f64::NAN } else { sum / n as f64 }
+}
+
+/// `x` with at most `decimals` decimals, trailing zeros dropped: 95, 98.75, 0.0125.
+fn trimmed(x: f64, decimals: usize) -> String {
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// The interval's confidence in words: "95 %", "98.75 %", "98.33 %".
+fn confidence_words(alpha: f64) -> String {
+    format!("{} %", trimmed(100.0 * (1.0 - alpha), 2))
+}
+
+/// One method's paired statistics in a setting.
+struct MethodStats {
+    label: String,
+    run: String,
+    pairs: Pairs,
+    /// Δ on the tier with the 95 % interval.
+    p95: Paired,
+    /// Δ on the tier with the decision interval (the correction's level).
+    decision: Paired,
+    /// Δ overall (all tiers) with the 95 % interval.
+    overall: Paired,
+    verdict: Verdict,
+}
+
+/// The methods layout of one setting: a row per method (paired Δ from the baseline, 95 % and
+/// decision intervals, p), each method's verdict, the runs' cost and dynamics, the per-seed Δ,
+/// and for the primary setting the conclusion line.
+fn methods_section(
+    md: &mut String,
+    spec: &StudySpec,
+    setting: &Setting,
+    primary: bool,
+) -> Result<(), TrainerError> {
+    let tier = spec.tier.as_str();
+    let base = spec.baseline();
+    let planned = setting.seeds.len();
+    let alpha = spec.decision_alpha();
+    let m = spec.methods.len();
+    let dci = format!("{} CI", confidence_words(alpha));
+    let mut stats = Vec::new();
+    for method in &spec.methods {
+        let pairs = load_pairs(spec, setting, &setting.seeds, &method.run)?;
+        let d = diffs(&pairs, Some(tier));
+        let decision = Paired::at(&d, alpha);
+        stats.push(MethodStats {
+            label: method.label.clone(),
+            run: method.run.clone(),
+            p95: Paired::of(&d),
+            verdict: classify(&decision, planned, spec.delta),
+            decision,
+            overall: Paired::of(&diffs(&pairs, None)),
+            pairs,
+        });
+    }
     let _ = writeln!(
         md,
-        "## The pre-registered study: results\n\n{}\n",
-        crate::compare::scale_line(
-            &primary_demo,
-            &format!("{} optimizer steps per run", spec.steps)
-        )?
+        "### {} setting{}: {}\n",
+        setting.name,
+        if primary { " (primary)" } else { "" },
+        setting.description
+    );
+    let correction = match spec.correction {
+        Correction::None => {
+            "no multiple-comparison correction: each decision uses the 95 % interval".to_string()
+        }
+        Correction::Bonferroni => format!(
+            "Bonferroni over {m} methods: each decision uses the {} interval (level {}/{m} = {}), so the chance of any false verdict of difference is at most {}",
+            confidence_words(alpha),
+            FAMILY_ALPHA,
+            trimmed(alpha, 4),
+            FAMILY_ALPHA
+        ),
+    };
+    let _ = writeln!(
+        md,
+        "Δ = method − {} in final held-out {tier}-tier avg@k, paired by seed ({planned} pre-registered seeds); p from the two-sided paired t test, unadjusted; {correction}.\n",
+        base.label
     );
     let _ = writeln!(
         md,
-        "Generated by `rlvr study --config {} --report docs/results.md` from the runs in `{}` (every run: {} optimizer steps; held-out avg@k evaluated before and after training). Δ = DA3PO − DAPO, paired by seed.\n",
-        config.display(),
-        spec.out.display(),
-        spec.steps
+        "| method | run | pairs | {} {tier} | method {tier} | Δ {tier} (s.d.) | 95 % CI | {dci} | p | Δ overall, 95 % CI | verdict |",
+        base.label
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let ci = |p: &Paired| format!("[{}, {}]", s3(p.lo), s3(p.hi));
+    for st in &stats {
+        let complete: Vec<(&RunResult, &RunResult)> = st
+            .pairs
+            .iter()
+            .filter_map(|(_, a, b)| Some((a.as_ref()?, b.as_ref()?)))
+            .collect();
+        let base_mean = mean_of(complete.iter().map(|(a, _)| tier_avg(&a.last, tier)));
+        let method_mean = mean_of(complete.iter().map(|(_, b)| tier_avg(&b.last, tier)));
+        let word = match st.verdict {
+            Verdict::NoInterval => "no interval yet",
+            Verdict::Incomplete => "incomplete",
+            Verdict::Better => "**better**",
+            Verdict::Worse => "**worse**",
+            Verdict::NoEffect => "no effect of ±δ",
+            Verdict::NotDetectable => "not detectable",
+        };
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {}/{planned} | {} | {} | {} ({}) | {} | {} | {} | {} {} | {word} |",
+            st.label,
+            st.run,
+            st.p95.n,
+            f3(base_mean),
+            f3(method_mean),
+            s3(st.p95.mean),
+            f3(st.p95.sd),
+            ci(&st.p95),
+            ci(&st.decision),
+            f3(st.p95.p_value()),
+            s3(st.overall.mean),
+            ci(&st.overall),
+        );
+    }
+    let _ = writeln!(md);
+    for st in &stats {
+        let _ = writeln!(
+            md,
+            "- {} (`{}`): {}",
+            st.label,
+            st.run,
+            verdict_of(
+                &st.decision,
+                planned,
+                spec.delta,
+                &st.label,
+                &base.label,
+                &dci
+            )
+        );
+    }
+    // Cost and dynamics of every arm's complete runs.
+    let _ = writeln!(
+        md,
+        "\nCost and dynamics, means over each run's complete seeds. Responses: generated in the whole run (the budget is reached within the last step); steps: optimizer updates made; amplified: fraction of trained responses whose advantage DAA amplified; p̂ < 0.4: fraction of trained mixed groups with p̂ < 0.4; group sizes: smallest and largest group of any step (\"—\": every group has G responses), and the fraction of steps whose groups differ in size; evaluation s.e.: the final {tier}-tier avg@k's standard error over prompts, and its sampling part √(E[p(1 − p)]/(kP)), the part that does not cancel between two runs on the same prompts.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| run | complete seeds | responses | steps | amplified | p̂ < 0.4 | group sizes | evaluation s.e. total / sampling |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+    let mut arms: Vec<(String, Vec<&RunResult>)> = vec![(
+        base.run.clone(),
+        stats
+            .first()
+            .map(|st| st.pairs.iter().filter_map(|(_, a, _)| a.as_ref()).collect())
+            .unwrap_or_default(),
+    )];
+    for st in &stats {
+        arms.push((
+            st.run.clone(),
+            st.pairs.iter().filter_map(|(_, _, b)| b.as_ref()).collect(),
+        ));
+    }
+    for (run, rs) in &arms {
+        let sizes = rs.iter().filter_map(|r| r.group_sizes).fold(
+            None,
+            |acc: Option<(usize, usize)>, (lo, hi)| {
+                Some(acc.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))))
+            },
+        );
+        let se: Vec<(f64, f64)> = rs.iter().map(|r| tier_se(&r.last, tier)).collect();
+        let _ = writeln!(
+            md,
+            "| `{run}` | {} | {} | {} | {} | {} | {} | {} / {} |",
+            rs.len(),
+            fixed(mean_of(rs.iter().map(|r| r.responses as f64)), 0),
+            fixed(mean_of(rs.iter().map(|r| r.steps as f64)), 1),
+            f3(mean_of(rs.iter().map(|r| r.frac_amplified))),
+            f3(mean_of(rs.iter().map(|r| r.hard_kept))),
+            sizes.map_or("—".into(), |(a, b)| format!(
+                "{a}–{b}, {} of steps",
+                f3(mean_of(rs.iter().map(|r| r.unequal_steps)))
+            )),
+            f4(mean_of(se.iter().map(|x| x.0))),
+            f4(mean_of(se.iter().map(|x| x.1))),
+        );
+    }
+    // Per seed.
+    let _ = writeln!(
+        md,
+        "\nPer seed: step-0 and {} final {tier} avg@k, and each method's Δ.\n",
+        base.label
+    );
+    let mut header = format!("| seed | step-0 {tier} | {} {tier} |", base.label);
+    for st in &stats {
+        let _ = write!(header, " Δ {} |", st.label);
+    }
+    let _ = writeln!(md, "{header}");
+    let _ = writeln!(md, "|---|---|---|{}", "---|".repeat(stats.len()));
+    let mut mismatched = Vec::new();
+    for (i, &seed) in setting.seeds.iter().enumerate() {
+        let base_run = stats.first().and_then(|st| st.pairs[i].1.as_ref());
+        let start = base_run
+            .or_else(|| stats.iter().find_map(|st| st.pairs[i].2.as_ref()))
+            .map_or(f64::NAN, |r| tier_avg(&r.first, tier));
+        let mut row = format!(
+            "| {seed} | {} | {} |",
+            f3(start),
+            base_run.map_or("not run".into(), |r| f3(tier_avg(&r.last, tier)))
+        );
+        for st in &stats {
+            let cell = match &st.pairs[i] {
+                (_, Some(a), Some(b)) => {
+                    if a.first != b.first {
+                        mismatched.push(format!("`{}` seed {seed}", st.run));
+                    }
+                    s3(tier_avg(&b.last, tier) - tier_avg(&a.last, tier))
+                }
+                (_, _, None) => "not run".into(),
+                (_, None, Some(_)) => "—".into(),
+            };
+            let _ = write!(row, " {cell} |");
+        }
+        let _ = writeln!(md, "{row}");
+    }
+    if !mismatched.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n**Step-0 evaluations differ from the {} run's for {}**: those runs did not start from the same warm-start.",
+            base.label,
+            mismatched.join(", ")
+        );
+    }
+    let _ = writeln!(md);
+    if primary {
+        let _ = writeln!(md, "{}\n", conclusion(spec, setting, &stats, &dci)?);
+    }
+    Ok(())
+}
+
+/// The plain conclusion of the primary setting, with its scale: every method's verdict once
+/// every pre-registered pair is complete, else that no conclusion is drawn yet.
+fn conclusion(
+    spec: &StudySpec,
+    setting: &Setting,
+    stats: &[MethodStats],
+    dci: &str,
+) -> Result<String, TrainerError> {
+    let demo = spec.demo(setting)?;
+    let model = demo.data()?.model;
+    let planned = setting.seeds.len();
+    let scale = format!(
+        "a {:.1}M-parameter model on the embedded arithmetic task, {}, held-out avg@{} on {} prompts per tier, {planned} seeds",
+        model.num_parameters() as f64 / 1e6,
+        spec.budget_words(),
+        demo.train.eval.k,
+        demo.eval_per_tier
+    );
+    let done = stats.iter().map(|s| s.decision.n).min().unwrap_or(0);
+    if stats
+        .iter()
+        .any(|s| matches!(s.verdict, Verdict::NoInterval | Verdict::Incomplete))
+    {
+        return Ok(format!(
+            "**No conclusion yet** ({scale}): {done} of {planned} pre-registered pairs are complete for every method; the numbers above are interim, not the pre-registered test."
+        ));
+    }
+    let tier = spec.tier.as_str();
+    let base = spec.baseline().label;
+    let delta = spec.delta;
+    let parts: Vec<String> = stats
+        .iter()
+        .map(|s| {
+            let p = &s.decision;
+            let iv = format!("{:+.4}, {dci} [{:+.4}, {:+.4}]", p.mean, p.lo, p.hi);
+            match s.verdict {
+                Verdict::Better => format!("{} is better than {base} ({iv})", s.label),
+                Verdict::Worse => format!("{} is worse than {base} ({iv})", s.label),
+                Verdict::NoEffect => {
+                    format!("{} has no effect of ±{delta} or more ({iv})", s.label)
+                }
+                _ => format!(
+                    "{}: a difference is not detectable at this scale ({iv})",
+                    s.label
+                ),
+            }
+        })
+        .collect();
+    Ok(format!(
+        "**Conclusion at this scale** ({scale}; not a claim about large models): on the {tier} tier, {}.",
+        parts.join("; ")
+    ))
+}
+
+/// `x` with `decimals` decimals, "—" when not finite.
+fn fixed(x: f64, decimals: usize) -> String {
+    if x.is_finite() {
+        format!("{x:.decimals$}")
+    } else {
+        "—".into()
+    }
+}
+
+fn f4(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.4}")
+    } else {
+        "—".into()
+    }
+}
+
+/// Builds the study's markdown section (markers included); plots go to `img_dir`
+/// (`study_ablation.png`, `study_theorem.png`), linked as `img/<name>`. Every planned run's
+/// configuration is built first ([`StudySpec::check`]).
+pub fn report(spec: &StudySpec, config: &Path, img_dir: &Path) -> Result<String, TrainerError> {
+    spec.check()?;
+    let (begin, end) = spec.markers();
+    let mut md = String::new();
+    let _ = writeln!(md, "{begin}");
+    let primary_demo = spec.demo(spec.setting(&spec.primary))?;
+    let _ = writeln!(
+        md,
+        "## {}\n\n{}\n",
+        spec.title
+            .as_deref()
+            .unwrap_or("The pre-registered study: results"),
+        crate::compare::scale_line(&primary_demo, &spec.budget_words())?
     );
     let primary = spec.setting(&spec.primary).clone();
-    pairs_section(&mut md, spec, &primary, true)?;
-    for s in spec.settings.iter().filter(|s| s.name != spec.primary) {
-        pairs_section(&mut md, spec, s, false)?;
+    if spec.methods.is_empty() {
+        let _ = writeln!(
+            md,
+            "Generated by `rlvr study --config {} --report docs/results.md` from the runs in `{}` (every run: {}; held-out avg@k evaluated before and after training). Δ = DA3PO − DAPO, paired by seed.\n",
+            config.display(),
+            spec.out.display(),
+            spec.budget_words().trim_end_matches(" per run")
+        );
+        pairs_section(&mut md, spec, &primary, true)?;
+        for s in spec.settings.iter().filter(|s| s.name != spec.primary) {
+            pairs_section(&mut md, spec, s, false)?;
+        }
+    } else {
+        let _ = writeln!(
+            md,
+            "Generated by `rlvr study --config {} --report docs/results.md` from the runs in `{}` (every run: {}, held-out avg@{} evaluated before and after training; each seed's runs share one supervised warm-start, the prompt order, the rollout seeds and the held-out prompts). Methods against {} (`{}`): {}.\n",
+            config.display(),
+            spec.out.display(),
+            spec.budget_words().trim_end_matches(" per run"),
+            primary_demo.train.eval.k,
+            spec.baseline().label,
+            spec.baseline().run,
+            spec.methods
+                .iter()
+                .map(|m| format!("{} (`{}`)", m.label, m.run))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        methods_section(&mut md, spec, &primary, true)?;
+        for s in spec.settings.iter().filter(|s| s.name != spec.primary) {
+            methods_section(&mut md, spec, s, false)?;
+        }
     }
     if let Some(a) = &spec.ablation {
         let img = img_dir.join("study_ablation.png");
@@ -991,11 +1610,12 @@ pub fn report(spec: &StudySpec, config: &Path, img_dir: &Path) -> Result<String,
         }
     }
     runs_section(&mut md, spec)?;
-    let _ = writeln!(md, "{END}");
+    let _ = writeln!(md, "{end}");
     Ok(md)
 }
 
-/// Replaces the study section of `path` (between its markers), or appends it.
-pub fn write_section(path: &Path, section: &str) -> Result<(), TrainerError> {
-    crate::compare::write_between(path, BEGIN, END, section)
+/// Replaces the study's section of `path` (between its markers), or appends it.
+pub fn write_section(spec: &StudySpec, path: &Path, section: &str) -> Result<(), TrainerError> {
+    let (begin, end) = spec.markers();
+    crate::compare::write_between(path, &begin, &end, section)
 }

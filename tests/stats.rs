@@ -73,3 +73,63 @@ fn paired_sample_size_of_the_pre_registration() {
     assert_eq!(paired_sample_size(0.013, 0.02, 0.05, 0.8), 6);
     assert_eq!(paired_sample_size(0.0202, 0.02, 0.05, 0.8), 11);
 }
+
+/// `Paired::at` with α = 0.05 is `Paired::of`; with α = 0.05/4 (Bonferroni over 4 methods) the
+/// quantile is t_{0.99375}. With 2 degrees of freedom the t CDF has the closed form
+/// F(t) = ½ + t/(2√(2 + t²)), so the two-sided level-α quantile is (1 − α)·√(2/(1 − (1 − α)²)):
+/// α = 0.0125 gives 0.9875·√(2/0.02484375) = 0.9875·8.97235 = 8.86020. For the sample
+/// [0.01, 0.02, 0.03] (mean 0.02, s.d. 0.01) the half-width is 8.86020·0.01/√3 = 0.051154.
+#[test]
+fn paired_intervals_at_other_levels() {
+    let x = [-0.005, 0.007, 0.030, 0.002, 0.007];
+    assert_eq!(Paired::at(&x, 0.05), Paired::of(&x));
+    let p = Paired::at(&[0.01, 0.02, 0.03], 0.0125);
+    assert!((p.mean - 0.02).abs() < 1e-12 && (p.sd - 0.01).abs() < 1e-12);
+    assert!((p.hi - 0.02 - 0.051154).abs() < 1e-6, "{p:?}");
+    assert!((p.lo - 0.02 + 0.051154).abs() < 1e-6, "{p:?}");
+    // The p-value does not depend on the level.
+    assert_eq!(p.p_value(), Paired::of(&[0.01, 0.02, 0.03]).p_value());
+}
+
+/// The hard-prompt study's calculation (docs/results.md, "Hard-prompt methods against DAPO"):
+/// δ = 0.01, power 0.8, Bonferroni over 4 methods (α = 0.0125 two-sided), the DA3PO study's
+/// observed paired s.d. 0.008568 (11 pairs) and its one-sided 80 % upper confidence bound
+/// 0.008568·√(10/χ²₀.₂₀,₁₀) = 0.008568·√(10/6.1791) = 0.010900. The quantiles below are
+/// checked here against Simpson integration of Student's t density (independent of the
+/// incomplete-beta code):
+/// * s.d. 0.008568: n = 11 needs (3.0382 + 0.8791)²·0.73418 = 11.27 > 11; n = 12 needs
+///   (2.9809 + 0.8755)²·0.73418 = 10.92 ≤ 12 → 12;
+/// * s.d. 0.010900: n = 16 needs (2.8366 + 0.8662)²·1.18810 = 16.29 > 16; n = 17 needs
+///   (2.8131 + 0.8647)²·1.18810 = 16.07 ≤ 17 → 17.
+#[test]
+fn paired_sample_size_of_the_hard_prompt_study() {
+    assert_eq!(paired_sample_size(0.008568, 0.01, 0.0125, 0.8), 12);
+    assert_eq!(paired_sample_size(0.010900, 0.01, 0.0125, 0.8), 17);
+    // F(t) = ½ + ∫₀ᵗ Γ((ν+1)/2)/(√(νπ)Γ(ν/2))·(1 + x²/ν)^(−(ν+1)/2) dx, Simpson, 20,000 steps.
+    let cdf = |t: f64, df: f64| {
+        let c = (ln_gamma((df + 1.0) / 2.0) - ln_gamma(df / 2.0)).exp()
+            / (df * std::f64::consts::PI).sqrt();
+        let f = |x: f64| c * (1.0 + x * x / df).powf(-(df + 1.0) / 2.0);
+        let n = 20_000;
+        let h = t / n as f64;
+        let inner: f64 = (1..n)
+            .map(|i| f(i as f64 * h) * if i % 2 == 1 { 4.0 } else { 2.0 })
+            .sum();
+        0.5 + h / 3.0 * (f(0.0) + inner + f(t))
+    };
+    for (p, df, value) in [
+        (0.99375, 10.0, 3.0382),
+        (0.99375, 11.0, 2.9809),
+        (0.99375, 15.0, 2.8366),
+        (0.99375, 16.0, 2.8131),
+        (0.8, 10.0, 0.8791),
+        (0.8, 11.0, 0.8755),
+        (0.8, 15.0, 0.8662),
+        (0.8, 16.0, 0.8647),
+    ] {
+        // The 4-decimal value is within 5e-5 of the quantile: F differs from p by at most
+        // 5e-5 times the density (< 0.3).
+        assert!((cdf(value, df) - p).abs() < 2e-5, "F({value}; {df}) vs {p}");
+        assert!((t_quantile(p, df) - value).abs() < 6e-5, "t({p}, {df})");
+    }
+}

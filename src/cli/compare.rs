@@ -15,7 +15,9 @@ use crate::demo::ArithmeticDemo;
 /// Arguments of `rlvr compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// Algorithm presets to compare.
+    /// Algorithms to compare: presets, each with optional overrides
+    /// (`preset[:key=value]…`: lambda=<number>|theory, lambda_min, lambda_max, tau,
+    /// weight=linear_r, budget=<schedule>[@<max>], probe; see `rlvr::compare::Variant`).
     #[arg(long, value_delimiter = ',', default_value = "grpo,dapo,da3po")]
     pub algorithms: Vec<String>,
     /// Seeds (each: one warm-start shared by all algorithms).

@@ -1,4 +1,5 @@
-//! `rlvr study`: the pre-registered DA3PO vs DAPO study ([`crate::study`]). Trains the runs the
+//! `rlvr study`: the pre-registered studies ([`crate::study`]; configs/study_da3po.toml,
+//! configs/study_hard_prompts.toml). Trains the runs the
 //! study file plans that are not complete (stopping to start new ones after `--time-limit-min`),
 //! prints the report and, with `--report FILE`, writes it between the study markers of FILE
 //! (its plots go to img/ beside it).
@@ -16,7 +17,7 @@ use crate::study::{self, StudySpec, report, write_section};
 /// Arguments of `rlvr study`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StudyArgs {
-    /// The study file (e.g. configs/study_da3po.toml).
+    /// The study file (e.g. configs/study_da3po.toml, configs/study_hard_prompts.toml).
     #[arg(long)]
     pub config: PathBuf,
     /// Markdown file whose study section is (re)written (e.g. docs/results.md).
@@ -67,7 +68,7 @@ impl BackendJob for Job<'_, '_> {
         let md = report(&self.spec, &self.args.config, &img)?;
         let _ = writeln!(io.stdout, "{md}");
         if let Some(path) = &self.args.report {
-            write_section(path, &md)?;
+            write_section(&self.spec, path, &md)?;
             let _ = writeln!(
                 io.stderr,
                 "study section written to {}; plots in {}",
