@@ -431,49 +431,39 @@ fn a_two_turn_episode_trains_on_exactly_its_sampled_tokens() {
     assert!((reference_norm(false) - masked).abs() > 1e-3 * masked);
 }
 
-/// An engine that answers the first turn of every episode with a calculator call and the
-/// second with the result it was shown, in the tool-use tokenizer's ids.
-struct ToolCaller {
+/// An engine for the trainer tests: each sample's text is `reply(context, k)` — the decoded
+/// request prompt and the sample's index in its request — followed by `<|im_end|>`, with
+/// log-prob −0.5 per token.
+struct Scripted {
     tok: Tokenizer,
     version: WeightVersion,
-    calls: usize,
+    reply: fn(&str, usize) -> String,
 }
 
-impl RolloutEngine for ToolCaller {
+impl RolloutEngine for Scripted {
     fn name(&self) -> String {
-        "tool-caller".into()
+        "scripted".into()
     }
 
     fn generate(
         &mut self,
         requests: &[GenerateRequest],
     ) -> Result<Vec<Vec<Completion>>, EngineError> {
-        self.calls += 1;
         let im_end = self.tok.special_id("<|im_end|>").unwrap();
         Ok(requests
             .iter()
             .map(|r| {
                 let seen = self.tok.decode(&r.prompt_ids, false).unwrap();
-                let problem = seen
-                    .split("<|im_start|>user\n")
-                    .nth(1)
-                    .and_then(|s| s.split("<|im_end|>").next())
-                    .unwrap()
-                    .to_string();
-                let text = match seen.rsplit("<tool_response>\n").next() {
-                    Some(rest) if seen.contains("<tool_response>") => {
-                        format!("Answer: {}", rest.split('\n').next().unwrap())
-                    }
-                    _ => render_tool_call("calculator", &args(&problem)),
-                };
-                let mut tokens = self.tok.encode(&text).unwrap();
-                tokens.push(im_end);
                 (0..r.n)
-                    .map(|_| Completion {
-                        logprobs: vec![-0.5; tokens.len()],
-                        tokens: tokens.clone(),
-                        finish: FinishReason::Stop,
-                        version: self.version,
+                    .map(|k| {
+                        let mut tokens = self.tok.encode(&(self.reply)(&seen, k)).unwrap();
+                        tokens.push(im_end);
+                        Completion {
+                            logprobs: vec![-0.5; tokens.len()],
+                            tokens,
+                            finish: FinishReason::Stop,
+                            version: self.version,
+                        }
                     })
                     .collect()
             })
@@ -496,6 +486,29 @@ impl RolloutEngine for ToolCaller {
     fn weights_kind(&self) -> WeightsKind {
         WeightsKind::InProcess
     }
+}
+
+/// The first turn of every episode calls the calculator on the user's problem; a later turn
+/// answers with the result it was shown.
+fn tool_caller(seen: &str, _k: usize) -> String {
+    let problem = seen
+        .split("<|im_start|>user\n")
+        .nth(1)
+        .and_then(|s| s.split("<|im_end|>").next())
+        .unwrap_or_default();
+    match seen.rsplit("<tool_response>\n").next() {
+        Some(rest) if seen.contains("<tool_response>") => {
+            format!("Answer: {}", rest.split('\n').next().unwrap_or_default())
+        }
+        _ => render_tool_call("calculator", &args(problem)),
+    }
+}
+
+/// Python: the first sample of every request a correct `a + b` reader, the others a program
+/// that prints the product (wrong unless a + b = a·b).
+fn code_writer(_seen: &str, k: usize) -> String {
+    let op = if k == 0 { "+" } else { "*" };
+    format!("```python\na, b = map(int, input().split())\nprint(a {op} b)\n```")
 }
 
 /// Two training steps where every episode calls the calculator, then answers with its result:
@@ -526,10 +539,10 @@ fn a_run_with_tool_calls_reports_turns_and_tool_use() {
     )
     .unwrap();
     let mut t = t
-        .with_engine(Box::new(ToolCaller {
+        .with_engine(Box::new(Scripted {
             tok: tok.clone(),
             version: 0,
-            calls: 0,
+            reply: tool_caller,
         }))
         .unwrap();
     let m = t.step().unwrap();
@@ -679,64 +692,6 @@ fn scoring_on_threads_equals_scoring_in_order() {
     }
 }
 
-/// An engine that writes Python: the first sample of every request a correct `a + b` reader,
-/// the others a program that prints the product (wrong unless a + b = a·b).
-struct CodeWriter {
-    tok: Tokenizer,
-    version: WeightVersion,
-}
-
-impl RolloutEngine for CodeWriter {
-    fn name(&self) -> String {
-        "code-writer".into()
-    }
-
-    fn generate(
-        &mut self,
-        requests: &[GenerateRequest],
-    ) -> Result<Vec<Vec<Completion>>, EngineError> {
-        let im_end = self.tok.special_id("<|im_end|>").unwrap();
-        let programs = [
-            "```python\na, b = map(int, input().split())\nprint(a + b)\n```",
-            "```python\na, b = map(int, input().split())\nprint(a * b)\n```",
-        ];
-        Ok(requests
-            .iter()
-            .map(|r| {
-                (0..r.n)
-                    .map(|k| {
-                        let mut tokens = self.tok.encode(programs[(k > 0) as usize]).unwrap();
-                        tokens.push(im_end);
-                        Completion {
-                            logprobs: vec![-0.5; tokens.len()],
-                            tokens,
-                            finish: FinishReason::Stop,
-                            version: self.version,
-                        }
-                    })
-                    .collect()
-            })
-            .collect())
-    }
-
-    fn update_weights(
-        &mut self,
-        _weights: WeightsRef,
-        version: WeightVersion,
-    ) -> Result<WeightVersion, EngineError> {
-        self.version = version;
-        Ok(version)
-    }
-
-    fn version(&self) -> WeightVersion {
-        self.version
-    }
-
-    fn weights_kind(&self) -> WeightsKind {
-        WeightsKind::InProcess
-    }
-}
-
 /// `reward.verifier = { name = "code" }` with test cases from the data's answer column (JSON):
 /// each prompt's first sample passes its stdin/stdout tests, the other three print a product
 /// and fail (by hand: 2+3 → 5 vs 6, 4+4 → 8 vs 16), so accuracy is 1/4 and every group is mixed;
@@ -782,7 +737,11 @@ fn the_code_verifier_scores_rollouts_in_the_trainer() {
         Default::default(),
     )
     .unwrap()
-    .with_engine(Box::new(CodeWriter { tok, version: 0 }))
+    .with_engine(Box::new(Scripted {
+        tok,
+        version: 0,
+        reply: code_writer,
+    }))
     .unwrap();
     let m = t.step().unwrap();
     assert_eq!(m.responses_generated, 8);
