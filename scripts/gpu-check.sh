@@ -3,8 +3,9 @@
 #   1. build:  release build with the `cuda` feature (cold: a few minutes on 16 cores);
 #   2. test:   the backend test suites (losses, trainer steps, Qwen3 vs HF fixtures) on CUDA;
 #   3. bench:  Qwen3-0.6B-shaped forward, forward+backward and decode throughput in f32 and bf16;
-#   4. update: one DA3PO update at Qwen3-0.6B shape (8 x (256 + 1024) tokens, f32), twice in one
-#              process (cold, then warm), with seconds and the device's peak memory;
+#   4. update: one DA3PO update at Qwen3-0.6B shape (8 x (256 + 1024) tokens), f32 and then bf16
+#              with f32 master weights (model.dtype = "bf16"), each twice in one process (cold,
+#              then warm), with seconds and the device's peak memory;
 #   5. report: a short markdown report from steps 2-4.
 #
 #   bash scripts/gpu-check.sh            # all steps, report in gpu-check/report.md
@@ -23,8 +24,8 @@
 # prebuilt, in this order (each phase capped so that the whole run ends by DEADLINE_S, default
 # 560 s, leaving time for the report): the f32 bench (forward, the same forward again in a new
 # process to measure the warm caches, forward+backward), the 0.6B DA3PO update, the three
-# suites concurrently (cold), the rest of the bench (bf16, decode), the suites again (warm
-# caches) if at least 75 s are left.
+# suites concurrently (cold), the rest of the bench (bf16, decode), the bf16 update if at least
+# 60 s are left, the suites again (warm caches) if at least 75 s are left.
 #
 # Why it is built this way (docs/performance.md, "Why the CUDA suites were slow"):
 # - cubecl 0.10 compiles every kernel with NVRTC on first use in every process and keeps no
@@ -374,33 +375,32 @@ bench_rest=("bf16|--case forward --batch 4 --seq 512|" "bf16|--case train --batc
     "f32|--case decode --batch 8 --prompt 64 --new-tokens 512|"
     "bf16|--case decode --batch 8 --prompt 64 --new-tokens 512|")
 
-# One DA3PO update at Qwen3-0.6B shape (crates/rl-trainer/examples/update_memory.rs), f32, twice
-# in one process: update_bench TIMEOUT.
+# One DA3PO update at Qwen3-0.6B shape (crates/rl-trainer/examples/update_memory.rs), twice in
+# one process, appended to update.jsonl: update_bench TIMEOUT [DTYPE (f32, default, or bf16)].
 update_bench() {
-    local limit=$1 r s0 secs
+    local limit=$1 dtype=${2:-f32} r s0 secs
     local bin_u="${UPDATE_BIN:-target/release/examples/update_memory}"
-    : > "$out/update.jsonl"
     if [ ! -x "$bin_u" ]; then
         echo "{\"error\":\"no update_memory binary ($bin_u): a bundle from before it was added\"}" >> "$out/update.jsonl"
         return 0
     fi
     if [ "$limit" -lt 30 ]; then
-        echo "{\"error\":\"skipped: ${limit}s left before the deadline\"}" >> "$out/update.jsonl"
+        echo "{\"dtype\":\"$dtype\",\"error\":\"skipped: ${limit}s left before the deadline\"}" >> "$out/update.jsonl"
         return 0
     fi
-    log "0.6B DA3PO update on CUDA, f32, 8 x (256 + 1024) tokens, twice (limit ${limit}s)"
-    mark start "update 0.6b f32"
+    log "0.6B DA3PO update on CUDA, $dtype, 8 x (256 + 1024) tokens, twice (limit ${limit}s)"
+    mark start "update 0.6b $dtype"
     s0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    run_logged "$out/update.err" "$limit" "$bin_u" --backend cuda --shape 0.6b --seqs 8 \
-        --prompt 256 --response 1024 --repeats 2 ${UPDATE_ARGS:-}
+    run_logged "$out/update-$dtype.err" "$limit" "$bin_u" --backend cuda --shape 0.6b --seqs 8 \
+        --prompt 256 --response 1024 --repeats 2 --dtype "$dtype" ${UPDATE_ARGS:-}
     r=$run_rc
-    mark end "update 0.6b f32"
+    mark end "update 0.6b $dtype"
     secs=$(since "$s0")
     if [ "$r" -eq 0 ] && grep -q '^{' "$tmp/stdout"; then
         grep '^{' "$tmp/stdout" | tail -n 1 | sed "s/}\$/,\"wall_s\":$secs}/" >> "$out/update.jsonl"
     else
-        echo "{\"error\":\"exit $r after ${secs}s (limit ${limit}s); progress in update.err\",\"wall_s\":$secs}" >> "$out/update.jsonl"
+        echo "{\"dtype\":\"$dtype\",\"error\":\"exit $r after ${secs}s (limit ${limit}s); progress in update-$dtype.err\",\"wall_s\":$secs}" >> "$out/update.jsonl"
     fi
 }
 
@@ -490,7 +490,7 @@ prebuilt() {
         xz -dc "$bundle_dir/bin.tar.xz" | tar -C "$tmp" -xf -
     fi
     bin=$(cd "$bin" && pwd)
-    : > "$out/tests.log" && : > "$out/tests.rc" && : > "$out/bench.jsonl" && : > "$out/bench.err"
+    : > "$out/tests.log" && : > "$out/tests.rc" && : > "$out/bench.jsonl" && : > "$out/bench.err" && : > "$out/update.jsonl"
     printf '%s\tt0\tscript\n' "$t0" > "$out/timeline.tsv"
     cuda_env
     cache_setup
@@ -502,6 +502,9 @@ prebuilt() {
     run_suites cold "$(cap "${TEST_TIMEOUT:-120}" 100)"
     log "bench, bf16 and decode"
     bench_cases "$(cap "${BENCH_REST_S:-150}" 75)" "${bench_rest[@]}"
+    if [ "$(left)" -ge 60 ]; then
+        UPDATE_BIN="$bin/update_memory" update_bench "$(cap "${UPDATE_TIMEOUT:-150}" 45)" bf16
+    fi
     if [ "$(left)" -ge 75 ]; then
         run_suites warm "$(cap "${TEST_WARM_TIMEOUT:-90}" 30)"
     else
@@ -512,14 +515,15 @@ prebuilt() {
 
 # Every step of a local run with cargo (a GPU machine with a Rust toolchain).
 all() {
-    : > "$out/bench.jsonl" && : > "$out/bench.err"
+    : > "$out/bench.jsonl" && : > "$out/bench.err" && : > "$out/update.jsonl"
     printf '%s\tt0\tscript\n' "$t0" > "$out/timeline.tsv"
     build
     cache_setup
     sampler_start
     run_tests
     bench
-    update_bench "${UPDATE_TIMEOUT:-600}"
+    update_bench "${UPDATE_TIMEOUT:-600}" f32
+    update_bench "${UPDATE_TIMEOUT:-600}" bf16
     report
 }
 
@@ -737,18 +741,27 @@ for line in read("bench.err").splitlines() + ["[0] == end"]:
         case_lines.append(line)
 print()
 
-print("## One DA3PO update at Qwen3-0.6B shape (f32)")
+print("## One DA3PO update at Qwen3-0.6B shape (f32, and bf16 with f32 master weights)")
 print()
 print("8 responses of 1,024 tokens after a 256-token prompt: pi_old forward, pi_theta forward +")
 print("backward, AdamW step; twice in one process (1 = cold: compilation and autotuning; 2 = warm).")
-print("f32 only: bf16 training with f32 master weights does not exist yet (issue 25 item 4), so")
-print("there is no bf16 row. Peak RSS is the host's; device memory is nvidia-smi's.")
+print("Peak RSS is the host's; device memory is nvidia-smi's. bf16 also scores the sequences in f32")
+print("first and gives the largest and mean |log-prob difference| of bf16 against f32.")
 print()
 for r in jsonl("update.jsonl"):
+    dt = r.get("dtype", "f32")
+    print()
+    print("### %s" % dt)
+    print()
     if "error" in r:
         print("- not measured: %s" % r["error"])
         continue
-    ph = phase("update 0.6b f32")
+    gap = r.get("logprob_gap_vs_f32")
+    if gap:
+        print("- log-probs against f32: max |diff| %.4g, mean |diff| %.4g over %d tokens" % (
+            gap["max"], gap["mean"], gap["tokens"]))
+        print()
+    ph = phase("update 0.6b %s" % dt)
     g = gpu(*ph) if ph else None
     tokens = r["seqs"] * (r["prompt"] + r["response"])
     print("| repeat | pi_old s | update s | update tokens/s | loss | grad norm | host peak RSS MiB |")
@@ -762,7 +775,9 @@ for r in jsonl("update.jsonl"):
         r.get("init_s", float("nan")), r.get("wall_s", "?"),
         ("peak %.0f MiB (%.0f above base), mean util %.0f %%" % g) if g else "no samples"))
 print()
-print_compile("update.err", read("update.err").splitlines(), phase_end("update 0.6b f32"))
+for dt in ("f32", "bf16"):
+    print_compile("update-%s.err" % dt, read("update-%s.err" % dt).splitlines(),
+                  phase_end("update 0.6b %s" % dt))
 PY
 }
 
@@ -814,8 +829,10 @@ case "$step" in
         bench
         ;;
     update)
+        : > "$out/update.jsonl"
         cache_setup
-        update_bench "${UPDATE_TIMEOUT:-600}"
+        update_bench "${UPDATE_TIMEOUT:-600}" f32
+        update_bench "${UPDATE_TIMEOUT:-600}" bf16
         ;;
     report) report ;;
     all) all ;;

@@ -9,11 +9,14 @@
 #
 # CASES (default: all) name configurations:
 #   plain chunk layers chunk_layers chunk_layers_micro   (rlvr)
+#   chunk_layers_lora                                     (rlvr, LoRA r = $LORA_R, alpha 2r)
 #   torch torch_ckpt                                      (PyTorch; torch_ckpt = checkpointing)
+#   torch_ckpt_lora                                       (PyTorch + peft, LoRA r = $LORA_R)
 # Environment: RLVR_UPDATE_MEMORY (the example binary; default target/debug/examples/
 # update_memory, built with `cargo build -p rl-trainer --example update_memory`), PYTHON (a
 # Python with torch and transformers; default ~/.cache/rlvr-trl/venv/bin/python), LIMIT_GB
-# (address-space limit, default 22), CHUNK (log-prob chunk, default 512).
+# (address-space limit, default 22), CHUNK (log-prob chunk, default 512), SHAPE (0.6b or 1.7b,
+# default 0.6b), LORA_R (default 16).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seqs=$1 prompt=$2 response=$3
@@ -24,9 +27,11 @@ BIN="${RLVR_UPDATE_MEMORY:-target/debug/examples/update_memory}"
 PYTHON="${PYTHON:-$HOME/.cache/rlvr-trl/venv/bin/python}"
 LIMIT_GB="${LIMIT_GB:-22}"
 CHUNK="${CHUNK:-512}"
+SHAPE="${SHAPE:-0.6b}"
+LORA_R="${LORA_R:-16}"
 OUT="${OUT:-runs/update_memory/results.jsonl}"
 mkdir -p "$(dirname "$OUT")"
-common=(--shape 0.6b --seqs "$seqs" --prompt "$prompt" --response "$response")
+common=(--shape "$SHAPE" --seqs "$seqs" --prompt "$prompt" --response "$response")
 for c in "${cases[@]}"; do
     case $c in
         plain) cmd=("$BIN" "${common[@]}") ;;
@@ -37,11 +42,15 @@ for c in "${cases[@]}"; do
             # token-budget micro-batches of half the sequences' padded tokens
             cmd=("$BIN" "${common[@]}" --logprob-chunk "$CHUNK" --checkpointing layers
                  --micro-tokens $(( (prompt + response) * (seqs / 2 > 0 ? seqs / 2 : 1) ))) ;;
+        chunk_layers_lora)
+            cmd=("$BIN" "${common[@]}" --logprob-chunk "$CHUNK" --checkpointing layers --lora-r "$LORA_R") ;;
         torch) cmd=("$PYTHON" tools/update_memory/torch_update.py "${common[@]}" --checkpointing none) ;;
         torch_ckpt) cmd=("$PYTHON" tools/update_memory/torch_update.py "${common[@]}" --checkpointing layers) ;;
+        torch_ckpt_lora)
+            cmd=("$PYTHON" tools/update_memory/torch_update.py "${common[@]}" --checkpointing layers --lora-r "$LORA_R") ;;
         *) echo "unknown case $c" >&2; exit 2 ;;
     esac
-    log="$(dirname "$OUT")/$c-$seqs-$prompt-$response.log"
+    log="$(dirname "$OUT")/$c-$SHAPE-$seqs-$prompt-$response.log"
     echo "== $c: ${cmd[*]}" >&2
     start=$(date +%s)
     if line=$( (ulimit -v $((LIMIT_GB << 20)); "${cmd[@]}" 2>"$log") | tail -1) && [ -n "$line" ]; then

@@ -80,7 +80,8 @@ pub use generation::{
 pub use gguf::{GgufDtype, export_gguf};
 pub use logprobs::{EntropyMode, TokenLogProbs, logprobs_from_logits};
 pub use qwen3::{
-    AttentionMask, Checkpointing, KvCache, LoraConfig, MemoryPlan, Qwen3, Qwen3Config, WindowPass,
+    AttentionMask, Checkpointing, ComputeDtype, KvCache, LoraConfig, MemoryPlan, Qwen3,
+    Qwen3Config, WindowPass,
 };
 pub use safetensors_io::SaveDtype;
 pub use tokenizer::{ChatMessage, Tokenizer, render_chat, render_chat_with_tools};

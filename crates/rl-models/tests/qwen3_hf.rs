@@ -12,8 +12,9 @@ use burn::module::{AutodiffModule, Module};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use rl_models::{
-    AttentionMask, ChatMessage, Checkpointing, EntropyMode, FinishReason, GenerationConfig,
-    MemoryPlan, ModelError, Qwen3, Qwen3Config, SaveDtype, Tokenizer, generate, render_chat,
+    AttentionMask, ChatMessage, Checkpointing, ComputeDtype, EntropyMode, FinishReason,
+    GenerationConfig, MemoryPlan, ModelError, Qwen3, Qwen3Config, SaveDtype, Tokenizer, generate,
+    render_chat,
 };
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
@@ -47,9 +48,15 @@ struct Reference {
 
 impl Reference {
     fn load(model: &str) -> Self {
+        Self::load_file(model, "reference.safetensors")
+    }
+
+    /// `file` of the fixture (`bf16_reference.safetensors`: tools/gen_bf16_fixture.py) with
+    /// the fixture's reference.json.
+    fn load_file(model: &str, file: &str) -> Self {
         let dir = fixtures().join(model);
-        let bytes = std::fs::read(dir.join("reference.safetensors"))
-            .expect("fixtures from tools/gen_qwen3_fixtures.py");
+        let bytes = std::fs::read(dir.join(file))
+            .expect("fixtures from tools/gen_qwen3_fixtures.py and tools/gen_bf16_fixture.py");
         let json = serde_json::from_str(
             &std::fs::read_to_string(dir.join("reference.json")).expect("reference.json"),
         )

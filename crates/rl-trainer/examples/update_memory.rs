@@ -7,13 +7,17 @@
 //! cargo run --release -p rl-trainer --example update_memory -- --shape 0.6b \
 //!     --seqs 8 --prompt 256 --response 1024 [--micro 8] [--micro-tokens 0] \
 //!     [--logprob-chunk 0] [--checkpointing none|layers] [--seed 0] \
-//!     [--backend cpu|cuda] [--repeats 1]
+//!     [--backend cpu|cuda] [--repeats 1] [--lora-r 0] [--dtype f32|bf16]
 //! ```
 //!
 //! The model is random (`Qwen3Config::qwen3_0_6b()` / `qwen3_1_7b()` / `tiny`, seed `--seed`,
 //! f32) and so are the token ids (uniform over the vocabulary); advantages are +1 for the first
 //! half of the sequences and −1 for the rest, as in a kept group; the loss is DA3PO's preset
-//! (DAPO's token-mean clipped objective, no KL). Peak resident memory is read per phase from
+//! (DAPO's token-mean clipped objective, no KL). `--lora-r R` freezes the base and trains
+//! PEFT-initialised LoRA adapters of rank R with alpha = 2R on all seven target modules (as
+//! `torch_update.py --lora-r R` does through peft). `--dtype bf16` computes in bf16 with f32
+//! master weights (`model.dtype`); it first scores the same sequences in f32 and reports the
+//! largest and mean |Δ log-prob| of bf16 against f32 (`logprob_gap_vs_f32`). Peak resident memory is read per phase from
 //! `/proc/self/status` (`rl_trainer::memory`), so run each configuration in its own process;
 //! the last line printed is one JSON object with the settings, seconds and peaks.
 //!
@@ -32,7 +36,7 @@ use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rl_models::{Checkpointing, MemoryPlan, Qwen3, Qwen3Config};
+use rl_models::{Checkpointing, ComputeDtype, LoraConfig, MemoryPlan, Qwen3, Qwen3Config};
 use rl_trainer::TrainConfig;
 use rl_trainer::memory::PhasePeak;
 use rl_trainer::optim::AdamWOptimizer;
@@ -53,6 +57,8 @@ struct Args {
     seed: u64,
     backend: String,
     repeats: usize,
+    lora_r: usize,
+    dtype: ComputeDtype,
 }
 
 fn parse() -> Result<Args, String> {
@@ -67,6 +73,8 @@ fn parse() -> Result<Args, String> {
         seed: 0,
         backend: "cpu".into(),
         repeats: 1,
+        lora_r: 0,
+        dtype: ComputeDtype::F32,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -86,6 +94,8 @@ fn parse() -> Result<Args, String> {
             "--seed" => a.seed = num(&value)? as u64,
             "--backend" => a.backend = value,
             "--repeats" => a.repeats = num(&value)?,
+            "--lora-r" => a.lora_r = num(&value)?,
+            "--dtype" => a.dtype = value.parse().map_err(|e| format!("--dtype: {e}"))?,
             "--checkpointing" => {
                 a.plan.checkpointing = match value.as_str() {
                     "none" => Checkpointing::None,
@@ -131,6 +141,25 @@ fn main() {
     }
 }
 
+/// π_old: detached log-probs of every sequence's response, in micro-batches as the trainer
+/// computes them.
+fn old_logprobs<B: AutodiffBackend>(
+    model: &Qwen3<B>,
+    seqs: &[(Vec<u32>, Vec<u32>)],
+    a: &Args,
+) -> Result<Vec<Vec<f32>>, Box<dyn std::error::Error>> {
+    let mut old: Vec<Vec<f32>> = Vec::with_capacity(seqs.len());
+    for chunk in seqs.chunks(a.micro) {
+        let ids: Vec<Vec<u32>> = chunk
+            .iter()
+            .map(|(p, r)| [p.clone(), r.clone()].concat())
+            .collect();
+        let starts = vec![a.prompt - 1; chunk.len()];
+        old.extend(model.logprobs_detached(&ids, &starts, a.response, 1.0)?);
+    }
+    Ok(old)
+}
+
 /// A peak for the progress lines: "1234 MiB", or "not reported".
 fn mib(peak: Option<f64>) -> String {
     peak.map_or_else(|| "not reported".into(), |p| format!("{p:.0} MiB"))
@@ -150,6 +179,9 @@ fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn st
     };
     let t = Instant::now();
     let mut model: Qwen3<B> = config.init_seeded(a.seed, &device)?;
+    if a.lora_r > 0 {
+        model = model.with_lora(&LoraConfig::new(a.lora_r, 2.0 * a.lora_r as f64), a.seed)?;
+    }
     sync::<B>(&device)?;
     let init_s = t.elapsed().as_secs_f64();
     eprintln!(
@@ -165,6 +197,28 @@ fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn st
         .map(|_| (draw(a.prompt), draw(a.response)))
         .collect();
 
+    // bf16 against f32 on the same sequences, before the run (the f32 pass is not timed)
+    let mut gap = serde_json::Value::Null;
+    if a.dtype != ComputeDtype::F32 {
+        let f32_lp = old_logprobs(&model, &seqs, a)?;
+        model = model.with_compute_dtype(a.dtype)?;
+        let lp = old_logprobs(&model, &seqs, a)?;
+        let d: Vec<f64> = f32_lp
+            .iter()
+            .flatten()
+            .zip(lp.iter().flatten())
+            .map(|(x, y)| f64::from((x - y).abs()))
+            .collect();
+        let max = d.iter().cloned().fold(0.0, f64::max);
+        let mean = d.iter().sum::<f64>() / d.len().max(1) as f64;
+        eprintln!(
+            "{} log-probs against f32: max |Δ| {max:.4}, mean |Δ| {mean:.5} over {} tokens",
+            a.dtype,
+            d.len()
+        );
+        gap = serde_json::json!({ "max": max, "mean": mean, "tokens": d.len() });
+    }
+
     let mut c = TrainConfig::default();
     c.apply_preset("da3po")?;
     let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
@@ -175,15 +229,7 @@ fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn st
         // runs it.
         let peak = PhasePeak::start();
         let t = Instant::now();
-        let mut old: Vec<Vec<f32>> = Vec::with_capacity(a.seqs);
-        for chunk in seqs.chunks(a.micro) {
-            let ids: Vec<Vec<u32>> = chunk
-                .iter()
-                .map(|(p, r)| [p.clone(), r.clone()].concat())
-                .collect();
-            let starts = vec![a.prompt - 1; chunk.len()];
-            old.extend(model.logprobs_detached(&ids, &starts, a.response, 1.0)?);
-        }
+        let old = old_logprobs(&model, &seqs, a)?;
         let old_s = t.elapsed().as_secs_f64();
         let old_peak = peak.peak_mb();
         eprintln!(
@@ -252,6 +298,9 @@ fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn st
         "micro_batch_tokens": a.micro_tokens,
         "logprob_chunk": a.plan.logprob_chunk,
         "checkpointing": a.plan.checkpointing,
+        "lora_r": a.lora_r,
+        "dtype": a.dtype,
+        "logprob_gap_vs_f32": gap,
         "init_s": init_s,
         "repeats": a.repeats,
     });

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{EntropyMode, LoraConfig, MemoryPlan, Qwen3, TokenLogProbs, WindowPass};
+use rl_models::{
+    ComputeDtype, EntropyMode, LoraConfig, MemoryPlan, Qwen3, TokenLogProbs, WindowPass,
+};
 
 /// The folder of a checkpoint's `model/` that holds a LoRA policy's adapters (PEFT's files) and,
 /// in `base/`, its frozen base unmerged ([`Policy::save_checkpoint`]).
@@ -106,6 +108,17 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
         })
     }
 
+    /// This policy computing in `dtype` (`model.dtype`); by default only f32 is supported.
+    fn with_compute_dtype(self, dtype: ComputeDtype) -> Result<Self, TrainerError> {
+        match dtype {
+            ComputeDtype::F32 => Ok(self),
+            d => Err(TrainerError::Config {
+                field: "model.dtype".into(),
+                message: format!("this policy computes in f32 only, not {d}"),
+            }),
+        }
+    }
+
     /// Rows of the output distribution.
     fn vocab_size(&self) -> usize;
 }
@@ -113,8 +126,9 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
 impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
     type Inference = Qwen3<B::InnerBackend>;
 
+    /// With bf16 compute the copy holds bf16 weights, cast once per weight sync.
     fn inference(&self) -> Self::Inference {
-        self.valid()
+        self.valid().with_weights_in_compute_dtype()
     }
 
     fn logprobs(
@@ -190,6 +204,13 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
 
     fn with_lora(self, config: &LoraConfig, seed: u64) -> Result<Self, TrainerError> {
         Ok(Qwen3::with_lora(self, config, seed)?)
+    }
+
+    fn with_compute_dtype(self, dtype: ComputeDtype) -> Result<Self, TrainerError> {
+        Qwen3::with_compute_dtype(self, dtype).map_err(|e| TrainerError::Config {
+            field: "model.dtype".into(),
+            message: e.to_string(),
+        })
     }
 
     fn vocab_size(&self) -> usize {

@@ -442,6 +442,46 @@ fn lora_trains_only_the_adapters_and_resumes_exactly() {
     assert!(ckpt.join("lora/adapter_model.safetensors").is_file());
 }
 
+/// `model.dtype = "bf16"` (CPU backend): the run trains, resumes exactly, and keeps f32 master
+/// weights (the checkpoint's weights differ from the start and are not bf16-rounded); the TOML
+/// value is checked and a bad one names the field and the valid values.
+#[test]
+fn bf16_compute_trains_f32_masters_and_resumes_exactly() {
+    let (a, model) = resumes_exactly_tweaked(0, "bf16", |c| {
+        c.model.dtype = rl_models::ComputeDtype::Bf16;
+    });
+    let m = read_metrics(&a.join("metrics.jsonl")).unwrap();
+    assert!(
+        m[1..]
+            .iter()
+            .all(|m| m.loss.is_finite() && m.grad_norm.is_finite())
+    );
+    let saved = Qwen3::<B>::load(
+        latest_checkpoint(&a).unwrap().join("model"),
+        &Default::default(),
+    )
+    .unwrap();
+    let (w0, w1) = (weights(&model), weights(&saved));
+    assert!(w0.iter().zip(&w1).any(|(x, y)| x != y), "nothing trained");
+    // a bf16 value is an f32 whose low 16 bits are zero
+    let off_bf16 = w1.iter().filter(|w| w.to_bits() & 0xFFFF != 0).count();
+    assert!(
+        off_bf16 > w1.len() / 2,
+        "the saved masters look bf16-rounded"
+    );
+
+    let base = TrainConfig::default();
+    let c = TrainConfig::from_toml_str("[model]\ndtype = \"bf16\"\n", &base).unwrap();
+    assert_eq!(c.model.dtype, rl_models::ComputeDtype::Bf16);
+    let e = TrainConfig::from_toml_str("[model]\ndtype = \"f16\"\n", &base)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("dtype") && e.contains("bf16") && e.contains("f32"),
+        "{e}"
+    );
+}
+
 fn resumes_exactly(k: usize) {
     resumes_exactly_with(k, None);
 }

@@ -2,7 +2,7 @@
 //! entropies with the head applied in few, evenly sized, transposed row chunks.
 
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 
 use super::Qwen3;
 use super::kv_cache::KvCache;
@@ -26,9 +26,11 @@ pub(super) fn chunk_rows(n: usize, vocab: usize, chunk_elems: usize) -> usize {
 }
 
 impl<B: Backend> Qwen3<B> {
-    /// `logits = norm(h) @ W_head^T` for `[n, H]` hidden states (before the final norm).
+    /// `logits = norm(h) @ W_head^T` for `[n, H]` hidden states (before the final norm), in f32
+    /// (the product runs in the compute dtype).
     pub(super) fn lm_head_2d(&self, h: Tensor<B, 2>) -> Tensor<B, 2> {
-        matmul_hf(self.norm.forward(h), self.head_weight())
+        let dtype = h.dtype();
+        matmul_hf(self.norm.forward(h), self.head_weight().cast(dtype)).cast(FloatDType::F32)
     }
 
     /// The LM head's `[vocab, H]` weight: `lm_head.weight`, or the embedding when tied.
@@ -43,9 +45,13 @@ impl<B: Backend> Qwen3<B> {
     /// reads the head weight in its own `[vocab, H]` layout and writes no transposed result, and
     /// under autodiff the weight gradient `dL/dlogitsᵀ · h` comes out contiguous in the weight's
     /// layout (for a tied head it is added straight onto the embedding's gradient, where a
-    /// transposed one took a scalar strided path).
+    /// transposed one took a scalar strided path). f32, like [`Self::lm_head_2d`].
     fn lm_head_t(&self, h: Tensor<B, 2>) -> Tensor<B, 2> {
-        self.head_weight().matmul(self.norm.forward(h).transpose())
+        let dtype = h.dtype();
+        self.head_weight()
+            .cast(dtype)
+            .matmul(self.norm.forward(h).transpose())
+            .cast(FloatDType::F32)
     }
 
     /// Logits of the last position of every row, `[batch, vocab]` (only that position goes

@@ -3,11 +3,11 @@
 //! rule of every linear product ([`matmul_hf`]).
 
 use burn::module::{Module, Param};
-use burn::tensor::Tensor;
 use burn::tensor::activation::{silu, softmax};
 use burn::tensor::backend::Backend;
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{DType, FloatDType, Tensor};
 
 use super::kv_cache::{CACHE_TAIL, CacheWrite, LayerCache};
 use super::lora::LoraAdapter;
@@ -25,10 +25,12 @@ pub struct Qwen3Linear<B: Backend> {
 
 impl<B: Backend> Qwen3Linear<B> {
     /// `x W^T` for `x: [m, in]`, plus the adapter's `s · (x Aᵀ) Bᵀ` when there is one.
+    /// The weight is used in `x`'s dtype (cast from the f32 master under bf16 compute).
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let w = self.weight.val().cast(x.dtype());
         match &self.lora {
-            Some(l) => matmul_hf(x.clone(), self.weight.val()) + l.delta(x),
-            None => matmul_hf(x, self.weight.val()),
+            Some(l) => matmul_hf(x.clone(), w) + l.delta(x),
+            None => matmul_hf(x, w),
         }
     }
 }
@@ -43,12 +45,15 @@ pub struct Qwen3RmsNorm<B: Backend> {
 }
 
 impl<B: Backend> Qwen3RmsNorm<B> {
-    /// Normalises over the last dimension.
+    /// Normalises over the last dimension. A bf16 `x` is normalised in f32 and cast back before
+    /// the weight (in bf16) multiplies it, as HF does.
     pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        let dtype = x.dtype();
+        let x = x.cast(FloatDType::F32);
         let inv = (x.clone().square().mean_dim(D - 1) + self.eps)
             .sqrt()
             .recip();
-        (x * inv) * self.weight.val().unsqueeze::<D>()
+        (x * inv).cast(dtype) * self.weight.val().cast(dtype).unsqueeze::<D>()
     }
 }
 
@@ -142,6 +147,21 @@ pub(super) struct Step<B: Backend> {
     pub(super) write: Option<CacheWrite>,
 }
 
+/// `softmax(scores · scale + bias)` over the last axis, as HF's eager attention rounds it: the
+/// scaled scores in the scores' dtype (the product computed in f32 and rounded once, as
+/// PyTorch's scalar multiply does), the softmax in f32, the probabilities back in the scores'
+/// dtype (`softmax(..., dtype=torch.float32).to(query.dtype)`). All casts are no-ops in f32.
+fn attention_probs<B: Backend>(
+    scores: Tensor<B, 4>,
+    bias: Tensor<B, 4>,
+    scale: f64,
+) -> Tensor<B, 4> {
+    let dtype = scores.dtype();
+    let f32 = FloatDType::F32;
+    let scaled = scores.cast(f32).mul_scalar(scale).cast(dtype).cast(f32);
+    softmax(scaled + bias, 3).cast(dtype)
+}
+
 /// `softmax(q kᵀ · scale + bias) v` over keys/values given in consecutive parts (the cache's body
 /// and tail), each read through a view; the scores of the parts are concatenated.
 fn attend_parts<B: Backend>(
@@ -159,7 +179,7 @@ fn attend_parts<B: Backend>(
     } else {
         Tensor::cat(scores, 3)
     };
-    let probs = softmax(scores.mul_scalar(scale) + bias, 3);
+    let probs = attention_probs(scores, bias, scale);
     let [b, h, r, _] = probs.dims();
     let mut out: Option<Tensor<B, 4>> = None;
     let mut offset = 0;
@@ -202,7 +222,11 @@ impl<B: Backend> Qwen3Attention<B> {
         // up against its own KV head (the bias is repeated n_rep times along the query axis).
         let q = q.reshape([batch, nkv, n_rep * len, hd]);
         let scale = 1.0 / (hd as f64).sqrt();
-        let fused = |q, k, v| {
+        let fused = |q: Tensor<B, 4>, k, v| {
+            if q.dtype() != DType::F32 {
+                // burn's attention (and its autodiff fallback) would softmax in bf16
+                return attend_parts(q, vec![(k, v)], step.bias.clone(), scale);
+            }
             let options = AttentionModuleOptions {
                 scale: Some(scale),
                 softcap: None,
@@ -217,9 +241,10 @@ impl<B: Backend> Qwen3Attention<B> {
                     CacheWrite::Tail(at) => {
                         let (tk, tv) = layer.tail.take().unwrap_or_else(|| {
                             let shape = [batch, nkv, CACHE_TAIL, hd];
+                            let device = k.device();
                             (
-                                Tensor::zeros(shape, &k.device()),
-                                Tensor::zeros(shape, &k.device()),
+                                Tensor::zeros(shape, (&device, k.dtype())),
+                                Tensor::zeros(shape, (&device, k.dtype())),
                             )
                         });
                         let range = [0..batch, 0..nkv, at..at + len, 0..hd];
@@ -292,7 +317,11 @@ impl<B: Backend> Qwen3Attention<B> {
 
 impl<B: Backend> Qwen3Mlp<B> {
     fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        let gate = silu(self.gate_proj.forward(x.clone()));
+        // burn's silu is x · sigmoid(x), two roundings in bf16; computed in f32 and rounded
+        // once, as PyTorch's fused SiLU does (a no-op cast in f32)
+        let gate = self.gate_proj.forward(x.clone());
+        let dtype = gate.dtype();
+        let gate = silu(gate.cast(FloatDType::F32)).cast(dtype);
         let up = self.up_proj.forward(x);
         self.down_proj.forward(gate * up)
     }

@@ -130,7 +130,12 @@ pub struct LoraAdapter<B: Backend> {
 impl<B: Backend> LoraAdapter<B> {
     /// `s · (x Aᵀ) Bᵀ` for `x: [m, in]`.
     pub(super) fn delta(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        matmul_hf(matmul_hf(x, self.a.val()), self.b.val()).mul_scalar(self.scaling)
+        let dtype = x.dtype();
+        matmul_hf(
+            matmul_hf(x, self.a.val().cast(dtype)),
+            self.b.val().cast(dtype),
+        )
+        .mul_scalar(self.scaling)
     }
 
     /// `s · B A`, `[out, in]`: what merging adds to the base weight.

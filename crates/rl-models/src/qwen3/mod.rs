@@ -7,13 +7,14 @@
 //! weights `[out, in]`, see [`Qwen3Linear`]), so checkpoint tensors and gradients map one to one.
 //!
 //! Submodules by concern, their public items re-exported here: `config` ([`Qwen3Config`], HF
-//! `config.json`), `mask` ([`AttentionMask`]), `rope` (rotary tables), `kv_cache` ([`KvCache`]),
+//! `config.json`), `dtype` ([`ComputeDtype`]: f32, or bf16 with f32 masters), `mask` ([`AttentionMask`]), `rope` (rotary tables), `kv_cache` ([`KvCache`]),
 //! `layers` (linear, norm, attention, MLP, decoder block, GEMM orientation), `weights` (init,
 //! load, save), `model` ([`Qwen3`]: forward, hidden states), `head` (LM head, chunked
 //! log-probs) and `train_pass` ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked
 //! head backward and per-layer checkpointing).
 
 mod config;
+mod dtype;
 mod head;
 mod kv_cache;
 mod layers;
@@ -25,6 +26,7 @@ mod train_pass;
 mod weights;
 
 pub use config::Qwen3Config;
+pub use dtype::{ComputeDtype, backend_supports};
 pub use kv_cache::KvCache;
 pub use layers::{Qwen3Attention, Qwen3DecoderLayer, Qwen3Linear, Qwen3Mlp, Qwen3RmsNorm};
 pub use lora::{ADAPTER_CONFIG, ADAPTER_WEIGHTS, LORA_TARGETS, LoraAdapter, LoraConfig};

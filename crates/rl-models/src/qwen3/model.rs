@@ -7,6 +7,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::Qwen3Config;
+use super::dtype::ComputeDtype;
 use super::kv_cache::KvCache;
 use super::layers::{Qwen3DecoderLayer, Qwen3Linear, Qwen3RmsNorm, Step};
 use super::lora::LoraConfig;
@@ -30,6 +31,9 @@ pub struct Qwen3<B: Backend> {
     /// The settings of the LoRA adapters on the linear layers, if any (`Qwen3::with_lora`).
     #[module(skip)]
     pub(super) lora: Option<LoraConfig>,
+    /// The dtype of the forward pass ([`Qwen3::with_compute_dtype`]).
+    #[module(skip)]
+    pub(super) dtype: ComputeDtype,
 }
 
 impl<B: Backend> Qwen3<B> {
@@ -131,12 +135,7 @@ impl<B: Backend> Qwen3<B> {
         let device = input_ids.device();
         let step = self.prepare_step(b, l, mask, cache.as_deref(), &device);
 
-        let h = self
-            .embed_tokens
-            .weight
-            .val()
-            .select(0, input_ids.reshape([b * l]));
-        let mut h = h;
+        let mut h = self.embed(input_ids.reshape([b * l]));
         for (i, layer) in self.layers.iter().enumerate() {
             let slot = cache.as_deref_mut().map(|c| &mut c.layers[i]);
             if let Some(kept) = inputs.as_deref_mut() {
@@ -158,6 +157,15 @@ impl<B: Backend> Qwen3<B> {
             c.len += l;
         }
         Ok(h.reshape([b, l, self.config.hidden_size]))
+    }
+
+    /// The embedding rows of `ids` (`[n]`), in the compute dtype: `[n, H]`.
+    pub(super) fn embed(&self, ids: Tensor<B, 1, Int>) -> Tensor<B, 2> {
+        self.embed_tokens
+            .weight
+            .val()
+            .select(0, ids)
+            .cast(self.dtype.float())
     }
 
     /// Position ids, RoPE tables and the attention bias of one call.
@@ -182,7 +190,7 @@ impl<B: Backend> Qwen3<B> {
                 positions.push(count.saturating_sub(1) as f32);
             }
         }
-        let rope = Rope::new(positions, b, l, &self.config, device);
+        let rope = Rope::new(positions, b, l, &self.config, self.dtype, device);
 
         // Key j of row `row` is attendable from new token t iff it is a real token and j <= start + t.
         let key_valid = |row: usize, j: usize| -> bool {

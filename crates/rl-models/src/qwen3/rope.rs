@@ -4,6 +4,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
 use super::Qwen3Config;
+use super::dtype::ComputeDtype;
 
 /// Inverse RoPE frequencies as HF computes them in f32: `1 / theta^(2i/hd)`.
 fn inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
@@ -36,6 +37,7 @@ impl<B: Backend> Rope<B> {
         batch: usize,
         len: usize,
         config: &Qwen3Config,
+        dtype: ComputeDtype,
         device: &B::Device,
     ) -> Self {
         let half = config.head_dim / 2;
@@ -45,8 +47,9 @@ impl<B: Backend> Rope<B> {
             device,
         );
         let freqs = pos.mul(inv); // [b*L, hd/2], one f32 product each, as HF
-        let cos = freqs.clone().cos();
-        let sin = freqs.sin();
+        // computed in f32, then in the activations' dtype (HF: `cos.to(dtype=x.dtype)`)
+        let cos = freqs.clone().cos().cast(dtype.float());
+        let sin = freqs.sin().cast(dtype.float());
         let shape = [batch, len, 1, config.head_dim];
         // rotate_half(x) * sin = [x2, x1] * [-sin, sin]: the sign goes into the table.
         let cos = Tensor::cat(vec![cos.clone(), cos], 1).reshape(shape);

@@ -272,10 +272,9 @@ impl<B: AutodiffBackend> WindowPass<B> {
                     surrogate + (e * Tensor::from_inner(de.clone().narrow(0, r0, r1 - r0))).sum();
             }
             let g = surrogate.backward();
-            d_rows.push(
-                h.grad(&g)
-                    .unwrap_or_else(|| Tensor::zeros([r1 - r0, hidden], &d.rows.device())),
-            );
+            d_rows.push(h.grad(&g).unwrap_or_else(|| {
+                Tensor::zeros([r1 - r0, hidden], (&d.rows.device(), d.rows.dtype()))
+            }));
             add(g);
             r0 = r1;
         }
@@ -292,7 +291,8 @@ impl<B: AutodiffBackend> WindowPass<B> {
                 shape: [b, l],
             } => {
                 let device = d.rows.device();
-                let mut g = Tensor::<B::InnerBackend, 2>::zeros([b * l, hidden], &device)
+                let dtype = d.rows.dtype();
+                let mut g = Tensor::<B::InnerBackend, 2>::zeros([b * l, hidden], (&device, dtype))
                     .select_assign(0, rows, d_rows, IndexingUpdateOp::Add);
                 let step = d.model.prepare_step(b, l, mask.as_ref(), None, &device);
                 for (layer, x) in d.model.layers.iter().zip(inputs).rev() {
@@ -301,15 +301,10 @@ impl<B: AutodiffBackend> WindowPass<B> {
                     let grads = (y * Tensor::from_inner(g)).sum().backward();
                     g = x
                         .grad(&grads)
-                        .unwrap_or_else(|| Tensor::zeros([b * l, hidden], &device));
+                        .unwrap_or_else(|| Tensor::zeros([b * l, hidden], (&device, dtype)));
                     add(grads);
                 }
-                let embedded = d
-                    .model
-                    .embed_tokens
-                    .weight
-                    .val()
-                    .select(0, ids.reshape([b * l]));
+                let embedded = d.model.embed(ids.reshape([b * l]));
                 add((embedded * Tensor::from_inner(g)).sum().backward());
             }
         }

@@ -10,6 +10,7 @@ use burn::tensor::{Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::dtype::ComputeDtype;
 use super::layers::{Qwen3Attention, Qwen3DecoderLayer, Qwen3Linear, Qwen3Mlp, Qwen3RmsNorm};
 use super::{Qwen3, Qwen3Config};
 use crate::error::ModelError;
@@ -307,6 +308,7 @@ impl<B: Backend> Qwen3<B> {
             lm_head,
             config,
             lora: None,
+            dtype: ComputeDtype::F32,
         })
     }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use rl_advantage::EstimatorConfig;
 use rl_env::EnvConfig;
 use rl_loss::{Aggregation, LossConfig, PolicyLoss};
-use rl_models::{Checkpointing, LoraConfig, MemoryPlan};
+use rl_models::{Checkpointing, ComputeDtype, LoraConfig, MemoryPlan};
 use rl_rollout::{RetryPolicy, SamplingParams};
 use rl_sampler::{
     BatcherConfig, BudgetSchedule, DifficultyTracker, FilterConfig, OnExhausted, RolloutBudget,
@@ -53,6 +53,13 @@ pub struct ModelSection {
     /// (`rl_models::LoraConfig`; adapters seeded by the run's `seed`). Unset: full fine-tuning.
     #[serde(default)]
     pub lora: Option<LoraConfig>,
+    /// `"f32"` (default) or `"bf16"`: the dtype of the forward and backward passes. bf16 keeps
+    /// f32 master weights, gradients and AdamW state, casting each weight where it is used, and
+    /// f32 norm statistics, attention softmax and log-probs (`rl_models::ComputeDtype`). Refused
+    /// with a config error where the backend cannot compute in bf16 (burn's wgpu); slower than
+    /// f32 on the CPU backend, which computes every bf16 kernel in f32 (docs/qwen3.md).
+    #[serde(default)]
+    pub dtype: ComputeDtype,
 }
 
 impl ModelSection {

@@ -251,6 +251,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             mut state,
             inflight,
         } = start;
+        let policy = policy.with_compute_dtype(config.model.dtype)?;
+        let reference = reference
+            .map(|r| r.with_compute_dtype(config.model.dtype))
+            .transpose()?;
         if let Some(b) = &config.rollout.budget
             && state.difficulty.is_none()
         {
