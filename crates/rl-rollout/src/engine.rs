@@ -99,14 +99,6 @@ pub trait RolloutEngine: Send {
     fn resume(&mut self) -> Result<(), EngineError> {
         Ok(())
     }
-
-    /// Frees the weights this engine holds in the trainer's process until the next
-    /// [`RolloutEngine::update_weights`]; the trainer calls it before an update after which it
-    /// syncs, when nothing generates in between. Default: no-op (engines in their own processes
-    /// keep their weights).
-    fn release_weights(&mut self) -> Result<(), EngineError> {
-        Ok(())
-    }
 }
 
 /// How many versions a rollout generated with `rollout` weights lags behind the `policy`

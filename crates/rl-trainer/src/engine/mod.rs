@@ -72,8 +72,7 @@ impl<B: Backend> LocalModel for Qwen3<B> {
 /// streams, and a caller that gives all requests of a batch one seed gets the streams 0, 1, …
 /// of that seed in order (the trainer's rounds, evaluation and probe do this). Log-probs are of softmax(logits / T) over the whole vocabulary.
 pub struct LocalEngine<G: LocalModel> {
-    /// `None` between [`RolloutEngine::release_weights`] and the next weight update.
-    model: Option<G>,
+    model: G,
     version: WeightVersion,
     max_batch: usize,
     allowed_vocab: Option<usize>,
@@ -89,16 +88,16 @@ impl<G: LocalModel> LocalEngine<G> {
         allowed_vocab: Option<usize>,
     ) -> Self {
         Self {
-            model: Some(model),
+            model,
             version,
             max_batch,
             allowed_vocab,
         }
     }
 
-    /// The weights it generates with (`None` after [`RolloutEngine::release_weights`]).
-    pub fn model(&self) -> Option<&G> {
-        self.model.as_ref()
+    /// The weights it generates with.
+    pub fn model(&self) -> &G {
+        &self.model
     }
 
     /// The model's decoder settings for a request's sampling parameters: the one conversion
@@ -139,10 +138,6 @@ impl<G: LocalModel> RolloutEngine for LocalEngine<G> {
         for (i, r) in requests.iter().enumerate() {
             r.validate("local", i)?;
         }
-        let model = self.model.as_ref().ok_or_else(|| EngineError::Generation {
-            engine: "local".into(),
-            message: "the weights were released (release_weights) and not updated since".into(),
-        })?;
         // One row per sample: (request, stream).
         let mut next_stream: HashMap<u64, u64> = HashMap::new();
         let mut rows: Vec<(usize, RowSeed)> = Vec::new();
@@ -181,7 +176,8 @@ impl<G: LocalModel> RolloutEngine for LocalEngine<G> {
                 .map(|&(i, _)| requests[i].prompt_ids.clone())
                 .collect();
             let streams: Vec<RowSeed> = rows[lo..hi].iter().map(|&(_, s)| s).collect();
-            let gens = model
+            let gens = self
+                .model
                 .generate(&prompts, &self.generation_config(params), &streams)
                 .map_err(|e| EngineError::Generation {
                     engine: "local".into(),
@@ -206,7 +202,7 @@ impl<G: LocalModel> RolloutEngine for LocalEngine<G> {
             }
             lo = hi;
         }
-        check_completions("local", requests, &out, model.vocab_size())?;
+        check_completions("local", requests, &out, self.model.vocab_size())?;
         Ok(out)
     }
 
@@ -220,20 +216,17 @@ impl<G: LocalModel> RolloutEngine for LocalEngine<G> {
             version,
             message,
         };
-        self.model = Some(match weights {
+        self.model = match weights {
             WeightsRef::InProcess(any) => *any.downcast::<G>().map_err(|_| {
                 fail(format!(
                     "the in-process weights are not a `{}`",
                     std::any::type_name::<G>()
                 ))
             })?,
-            WeightsRef::Directory(dir) => self
-                .model
-                .as_ref()
-                .ok_or_else(|| fail("the weights were released: a directory cannot be loaded without a model to load it into; give in-process weights".into()))?
-                .load_dir(&dir)
-                .map_err(|e| fail(e.to_string()))?,
-        });
+            WeightsRef::Directory(dir) => {
+                self.model.load_dir(&dir).map_err(|e| fail(e.to_string()))?
+            }
+        };
         self.version = version;
         Ok(version)
     }
@@ -244,14 +237,6 @@ impl<G: LocalModel> RolloutEngine for LocalEngine<G> {
 
     fn weights_kind(&self) -> WeightsKind {
         WeightsKind::InProcess
-    }
-
-    /// Drops the weight copy: the trainer's update then holds the only reference to the
-    /// parameters (the optimizer can write them in place) and the engine's copy is not kept
-    /// beside the updated one (a whole model's memory at the update's peak).
-    fn release_weights(&mut self) -> Result<(), EngineError> {
-        self.model = None;
-        Ok(())
     }
 }
 
@@ -445,16 +430,6 @@ impl EngineHandle {
         match self {
             EngineHandle::Inline(e) => e.weights_kind(),
             EngineHandle::Background(w) => w.weights_kind(),
-        }
-    }
-
-    /// Frees an inline engine's in-process weights until the next
-    /// [`EngineHandle::update_weights`] (nothing generates before then); a background engine
-    /// keeps generating with its weights during the update, so it keeps them.
-    pub fn release_weights(&mut self) -> Result<(), EngineError> {
-        match self {
-            EngineHandle::Inline(e) => e.release_weights(),
-            EngineHandle::Background(_) => Ok(()),
         }
     }
 }

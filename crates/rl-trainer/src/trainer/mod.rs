@@ -536,8 +536,6 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let peak_logprobs = peak.peak_mb();
 
         let t2 = Instant::now();
-        // synchronous rollouts: nothing generates before finish_step's sync
-        self.engine.release_weights()?;
         let peak = PhasePeak::start();
         let minibatches = self.minibatches(batch.groups.len());
         let train = TrainBatch {
