@@ -881,3 +881,28 @@ fn bf16_weight_copy_equals_cast_at_use_and_generates() {
     assert_eq!(a[0].tokens, b[0].tokens);
     assert_eq!(a[0].tokens.len(), 6);
 }
+
+/// LoRA computed unmerged (`x Wᵀ + s · (x Aᵀ) Bᵀ`) equals the merged model (`W + s · B A`) on
+/// this backend, for PEFT's fixture adapter (tests/fixtures/lora_peft, random non-zero A and B),
+/// and both differ from the base: the check cannot pass with adapters that do nothing.
+#[test]
+fn lora_merged_equals_unmerged() {
+    let dir = fixtures().join("lora_peft");
+    let base = Qwen3::<B>::load(dir.join("base"), &dev()).unwrap();
+    let lora = base.clone().load_adapter(dir.join("adapter")).unwrap();
+    let merged = lora.merged();
+    let vocab = base.config().vocab_size as i64;
+    let ids: Vec<i64> = (0..14).map(|i| (i * 7 + 3) % vocab).collect();
+    let run = |m: &Qwen3<B>| {
+        to_vec(
+            m.forward(int_tensor(&ids, [2, 7], &dev()), None, None)
+                .unwrap(),
+        )
+    };
+    let (unmerged, merged, base) = (run(&lora), run(&merged), run(&base));
+    let d = max_abs_diff(&unmerged, &merged);
+    let from_base = max_abs_diff(&unmerged, &base);
+    eprintln!("LoRA unmerged vs merged: max |Δlogit| {d:.2e}; vs the base {from_base:.2e}");
+    assert!(d <= TOL, "unmerged vs merged: {d}");
+    assert!(from_base > 100.0 * TOL, "the adapters change nothing: {from_base}");
+}
