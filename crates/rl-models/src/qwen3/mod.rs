@@ -7,9 +7,9 @@
 //! weights `[out, in]`, see [`Qwen3Linear`]), so checkpoint tensors and gradients map one to one.
 //!
 //! Submodules by concern, their public items re-exported here: `config` ([`Qwen3Config`], HF
-//! `config.json`), `dtype` ([`ComputeDtype`]: f32, or bf16 with f32 masters), `mask` ([`AttentionMask`]), `rope` (rotary tables), `kv_cache` ([`KvCache`]),
-//! `layers` (linear, norm, attention, MLP, decoder block, GEMM orientation), `weights` (init,
-//! load, save), `model` ([`Qwen3`]: forward, hidden states), `head` (LM head, chunked
+//! `config.json`), `dtype` ([`ComputeDtype`]: f32, or bf16 with f32 masters), `mask`
+//! ([`AttentionMask`]), `rope` (rotary tables), `kv_cache` ([`KvCache`]), `layers` (linear,
+//! norm, attention, MLP, decoder block, GEMM orientation), `weights` (init, load, save), `model` ([`Qwen3`]: forward, hidden states), `head` (LM head, chunked
 //! log-probs) and `train_pass` ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked
 //! head backward and per-layer checkpointing).
 

@@ -33,20 +33,37 @@ fn token_logprobs_and_entropy_match_hf() {
         let r = Reference::load(model);
         for i in 0..r.num_seqs() {
             let (_, ids) = r.i64(&format!("seq{i}.ids"));
-            let out = m
-                .token_logprobs(
-                    int_tensor(&ids, [1, ids.len()], &dev()),
-                    None,
-                    EntropyMode::Detached,
-                )
-                .unwrap();
-            let (_, lp) = r.f32(&format!("seq{i}.logprobs"));
-            let (_, ent) = r.f32(&format!("seq{i}.entropy"));
-            let d = max_abs_diff(&to_vec(out.logprobs), &lp);
-            assert!(d <= TOL, "{model} seq{i}: max |Δlogprob| = {d}");
-            let d = max_abs_diff(&to_vec(out.entropy.unwrap()), &ent);
-            assert!(d <= TOL, "{model} seq{i}: max |Δentropy| = {d}");
+            check_token_logprobs(&m, &ids, &r, i, model, TOL);
         }
+    }
+}
+
+/// `token_logprobs` of the unpadded sequence `ids` (the fixture's sequence `i`) against
+/// `want`'s `seq{i}.logprobs` and `seq{i}.entropy`, each within `tol`; `label` names the model
+/// (and dtype) in messages.
+fn check_token_logprobs(
+    m: &Qwen3<B>,
+    ids: &[i64],
+    want: &Reference,
+    i: usize,
+    label: &str,
+    tol: f32,
+) {
+    let out = m
+        .token_logprobs(
+            int_tensor(ids, [1, ids.len()], &dev()),
+            None,
+            EntropyMode::Detached,
+        )
+        .unwrap();
+    for (what, got) in [
+        ("logprobs", out.logprobs),
+        ("entropy", out.entropy.unwrap()),
+    ] {
+        let (_, w) = want.f32(&format!("seq{i}.{what}"));
+        let d = max_abs_diff(&to_vec(got), &w);
+        eprintln!("{label} seq{i}: max |Δ{what}| = {d:.3e}");
+        assert!(d <= tol, "{label} seq{i}: max |Δ{what}| = {d}");
     }
 }
 
@@ -815,23 +832,8 @@ fn bf16_compute_matches_hf_bf16() {
                 d <= 2.0 * bf16_ulp(top) && rms_d <= rms_gap / 2.0,
                 "{model} seq{i}: max {d}, rms {rms_d} (HF's bf16 − f32 rms {rms_gap})"
             );
-
-            let out = m
-                .token_logprobs(
-                    int_tensor(&ids, [1, ids.len()], &dev()),
-                    None,
-                    EntropyMode::Detached,
-                )
-                .unwrap();
-            for (what, got) in [
-                ("logprobs", out.logprobs),
-                ("entropy", out.entropy.unwrap()),
-            ] {
-                let (_, want) = r16.f32(&format!("seq{i}.{what}"));
-                let d = max_abs_diff(&to_vec(got), &want);
-                eprintln!("{model} seq{i} bf16: max |Δ{what}| = {d:.3e}");
-                assert!(d <= BF16_TOL.logprob, "{model} seq{i}: max |Δ{what}| = {d}");
-            }
+            let label = format!("{model} bf16");
+            check_token_logprobs(&m, &ids, &r16, i, &label, BF16_TOL.logprob);
         }
     }
 }
