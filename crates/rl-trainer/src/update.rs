@@ -418,8 +418,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         };
         let out = compute_loss(loss_cfg, input, global)?;
         metrics.merge(&out.metrics);
-        let grads = pass.backward(out.loss, &policy);
-        acc.accumulate(&policy, grads);
+        pass.backward_into(out.loss, &policy, &mut acc);
     }
     let metrics = parallel.sum_loss_metrics(&metrics)?;
     let is_stats = match old_source {

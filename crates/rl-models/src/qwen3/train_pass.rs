@@ -220,11 +220,26 @@ impl<B: AutodiffBackend> WindowPass<B> {
     /// The parameter gradients of `loss` (a scalar computed from [`Self::out`]) for `module`,
     /// the module whose parameters the model's are (the model itself, or a policy holding it).
     pub fn backward<M: AutodiffModule<B>>(self, loss: Tensor<B, 1>, module: &M) -> GradientsParams {
+        let mut acc = GradientsAccumulator::<M>::new();
+        self.backward_into(loss, module, &mut acc);
+        acc.grads()
+    }
+
+    /// [`Self::backward`], adding each part of the gradient to `acc` as it is produced (the
+    /// trainer's accumulator over micro-batches): no second full set of gradients exists beside
+    /// the accumulated one, as PyTorch's `.grad` accumulation. The sum is the same up to float
+    /// summation order.
+    pub fn backward_into<M: AutodiffModule<B>>(
+        self,
+        loss: Tensor<B, 1>,
+        module: &M,
+        acc: &mut GradientsAccumulator<M>,
+    ) {
         let grads = loss.backward();
         let Some(d) = self.deferred else {
-            return GradientsParams::from_grads(grads, module);
+            acc.accumulate(module, GradientsParams::from_grads(grads, module));
+            return;
         };
-        let mut acc = GradientsAccumulator::<M>::new();
         let mut add =
             |g: B::Gradients| acc.accumulate(module, GradientsParams::from_grads(g, module));
         let [b, w] = self.out.logprobs.dims();
@@ -308,6 +323,5 @@ impl<B: AutodiffBackend> WindowPass<B> {
                 add((embedded * Tensor::from_inner(g)).sum().backward());
             }
         }
-        acc.grads()
     }
 }
