@@ -6,8 +6,10 @@
 A random Qwen3-0.6B-shape model (transformers' Qwen3Config: hidden 1024, 28 layers, 16/8 heads
 × 128, MLP 3072, vocabulary 151,936, tied embeddings; seed 0) is saved as an HF folder (f32) with
 the real Qwen3 tokenizer (`.cache/qwen3-tokenizer`, fetched by scripts/test.sh). Both trainers
-then run job_0p6b.toml (1 prompt × 2 responses of 16 new tokens per step, 3 steps), each in its
-own process, one after the other; the peak RSS of each process comes from wait4. The random
+then run job_0p6b.toml (1 prompt × 2 responses of 16 new tokens per step, 3 steps, or `--steps`),
+each in its own process, one after the other; the peak RSS of each process comes from wait4.
+Both sides spend their first steps warming up (allocation, page faults, TRL's first
+generation): with 5 or more steps the report also gives the median from step 3 on. The random
 model rarely ends a response early, so both sides generate about 16 tokens per response.
 """
 
@@ -98,6 +100,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/speed_0p6b"))
     ap.add_argument("--tokenizer", type=Path, default=Path(".cache/qwen3-tokenizer"))
     ap.add_argument("--timeout-s", type=float, default=1800)
+    ap.add_argument("--steps", type=int, help="override job_0p6b.toml's 3 steps (both sides)")
     ap.add_argument("--trl-side", nargs=3, metavar=("JOB", "MODEL", "DATA"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     out = a.out.resolve()
@@ -106,6 +109,10 @@ def main() -> None:
         trl_side(Path(a.trl_side[0]), Path(a.trl_side[1]), Path(a.trl_side[2]), out)
         return
     out.mkdir(parents=True, exist_ok=True)
+    if a.steps:
+        text = job_path.read_text().replace("\nsteps = 3\n", f"\nsteps = {a.steps}\n", 1)
+        job_path = out / "job_0p6b.toml"
+        job_path.write_text(text)
     model = out / "model"
     make_model(model, a.tokenizer.resolve())
     data = out / "prompts.jsonl"
@@ -133,20 +140,32 @@ def main() -> None:
     def med(xs):
         return statistics.median(xs)
 
+    def steady(steps, key):
+        # from step 3 on (1-based), once there are 5 or more steps
+        xs = [s[key] for s in steps]
+        return med(xs[2:]) if len(xs) >= 5 else None
+
     rows = [
-        ("rlvr", med(s["time_step_s"] for s in r_steps), med(s["response_len_mean"] for s in r_steps), r_rss, r_wall,
+        ("rlvr", med(s["time_step_s"] for s in r_steps), steady(r_steps, "time_step_s"),
+         med(s["response_len_mean"] for s in r_steps), r_rss, r_wall,
          f"rollout {med(s['time_rollout_s'] for s in r_steps):.1f} s, π_old {med(s['time_logprobs_s'] for s in r_steps):.1f} s, "
          f"update {med(s['time_train_s'] for s in r_steps):.1f} s"),
-        ("TRL", med(s["time_step_s"] for s in t_steps), med(s.get("response_len_mean", 0) for s in t_steps), t_rss, t_wall,
-         "–"),
+        ("TRL", med(s["time_step_s"] for s in t_steps), steady(t_steps, "time_step_s"),
+         med(s.get("response_len_mean", 0) for s in t_steps), t_rss, t_wall, "–"),
     ]
-    md = ["| trainer | s / step (median of 3) | response tokens | tokens / s | peak RSS | process wall | phases |",
-          "|---|---|---|---|---|---|---|"]
-    for name, step, length, rss, wall, phases in rows:
-        md.append(f"| {name} | {step:.1f} | {length:.1f} | {length * n / step:.1f} | {rss / 2**30:.1f} GiB | "
-                  f"{wall:.0f} s | {phases} |")
+    md = [f"| trainer | s / step (median of {len(r_steps)}) | from step 3 | response tokens | tokens / s | "
+          "peak RSS | process wall | phases |",
+          "|---|---|---|---|---|---|---|---|"]
+    for name, step, late, length, rss, wall, phases in rows:
+        late_s = f"{late:.1f}" if late is not None else "–"
+        md.append(f"| {name} | {step:.1f} | {late_s} | {length:.1f} | {length * n / step:.1f} | "
+                  f"{rss / 2**30:.1f} GiB | {wall:.0f} s | {phases} |")
     md.append("")
     md.append(f"TRL / rlvr time per step: {rows[1][1] / rows[0][1]:.2f}× (rlvr takes {rows[0][1] / rows[1][1]:.2f}× TRL's time).")
+    if rows[0][2] is not None and rows[1][2] is not None:
+        md.append(f"From step 3 on: rlvr takes {rows[0][2] / rows[1][2]:.2f}× TRL's time.")
+    md.append("per step (s): rlvr " + ", ".join(f"{s['time_step_s']:.1f}" for s in r_steps)
+              + "; TRL " + ", ".join(f"{s['time_step_s']:.1f}" for s in t_steps))
     (out / "report.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 

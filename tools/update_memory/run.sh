@@ -16,7 +16,9 @@
 # update_memory, built with `cargo build -p rl-trainer --example update_memory`), PYTHON (a
 # Python with torch and transformers; default ~/.cache/rlvr-trl/venv/bin/python), LIMIT_GB
 # (address-space limit, default 22), CHUNK (log-prob chunk, default 512), SHAPE (0.6b or 1.7b,
-# default 0.6b), LORA_R (default 16).
+# default 0.6b), LORA_R (default 16), MICRO (sequences per micro-batch on both sides; default:
+# all in one), REPEATS (updates per process on both sides, default 1; from the second on AdamW's
+# moments exist throughout the backward: the steady state).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seqs=$1 prompt=$2 response=$3
@@ -29,9 +31,12 @@ LIMIT_GB="${LIMIT_GB:-22}"
 CHUNK="${CHUNK:-512}"
 SHAPE="${SHAPE:-0.6b}"
 LORA_R="${LORA_R:-16}"
+MICRO="${MICRO:-0}"
+REPEATS="${REPEATS:-1}"
 OUT="${OUT:-runs/update_memory/results.jsonl}"
 mkdir -p "$(dirname "$OUT")"
-common=(--shape "$SHAPE" --seqs "$seqs" --prompt "$prompt" --response "$response")
+common=(--shape "$SHAPE" --seqs "$seqs" --prompt "$prompt" --response "$response" --repeats "$REPEATS")
+[ "$MICRO" -gt 0 ] && common+=(--micro "$MICRO")
 for c in "${cases[@]}"; do
     case $c in
         plain) cmd=("$BIN" "${common[@]}") ;;
@@ -50,7 +55,7 @@ for c in "${cases[@]}"; do
             cmd=("$PYTHON" tools/update_memory/torch_update.py "${common[@]}" --checkpointing layers --lora-r "$LORA_R") ;;
         *) echo "unknown case $c" >&2; exit 2 ;;
     esac
-    log="$(dirname "$OUT")/$c-$SHAPE-$seqs-$prompt-$response.log"
+    log="$(dirname "$OUT")/$c-$SHAPE-$seqs-$prompt-$response-m$MICRO-r$REPEATS.log"
     echo "== $c: ${cmd[*]}" >&2
     start=$(date +%s)
     if line=$( (ulimit -v $((LIMIT_GB << 20)); "${cmd[@]}" 2>"$log") | tail -1) && [ -n "$line" ]; then

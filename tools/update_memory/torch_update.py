@@ -2,13 +2,16 @@
 """The update of `crates/rl-trainer/examples/update_memory.rs` in PyTorch + transformers.
 
     python tools/update_memory/torch_update.py --shape 0.6b --seqs 8 --prompt 256 --response 1024 \
-        [--checkpointing layers|none] [--lora-r 0]
+        [--checkpointing layers|none] [--lora-r 0] [--micro 2] [--repeats 2]
 
 Same work as the Rust example: a random Qwen3 of the given shape (transformers' Qwen3Config,
 f32, tied embeddings as the real 0.6B/1.7B), uniform random token ids, advantages +1 for the
 first half of the sequences and -1 for the rest; the π_old forward under no_grad; then one
 forward + backward of DAPO's token-mean clipped objective (clip 0.2 / 0.28) over all sequences
-in one micro-batch, and one AdamW step. The head runs only on the response positions
+(in micro-batches of `--micro` sequences whose gradients accumulate in `.grad`, each loss
+divided by the batch's token count), and one AdamW step; `--repeats` runs the π_old forward and
+the update again on the updated model (from the second update on, AdamW's moments exist
+throughout the backward: the steady state). The head runs only on the response positions
 (`logits_to_keep`, as TRL does: the response is the last `--response` positions of every row).
 Gradient checkpointing is HF's
 `gradient_checkpointing_enable()` (non-reentrant). Peak resident memory per phase is Linux's
@@ -47,6 +50,8 @@ def main() -> None:
     ap.add_argument("--response", type=int, default=1024)
     ap.add_argument("--checkpointing", default="layers", choices=["none", "layers"])
     ap.add_argument("--lora-r", type=int, default=0)
+    ap.add_argument("--micro", type=int, default=0, help="sequences per micro-batch (0: all)")
+    ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
@@ -89,41 +94,62 @@ def main() -> None:
     targets = ids[:, a.prompt:]
     adv = torch.tensor([1.0 if i < a.seqs // 2 else -1.0 for i in range(a.seqs)])[:, None]
 
-    def response_logprobs(m):
+    micro = a.micro if a.micro > 0 else a.seqs
+
+    def response_logprobs(m, rows):
         # logits of the positions that predict the response: prompt-1 .. n-2
-        logits = m(input_ids=ids[:, :-1], logits_to_keep=a.response).logits.float()
-        return torch.log_softmax(logits, dim=-1).gather(-1, targets[..., None])[..., 0]
+        logits = m(input_ids=ids[rows, :-1], logits_to_keep=a.response).logits.float()
+        return torch.log_softmax(logits, dim=-1).gather(-1, targets[rows, :, None])[..., 0]
 
-    per_phase = reset_peak()
-    t = time.perf_counter()
-    with torch.no_grad():
-        old = response_logprobs(model)
-    old_s = time.perf_counter() - t
-    old_peak = peak_mb()
-    print(f"π_old forward: {old_s:.1f} s, peak RSS {old_peak:.0f} MiB", flush=True)
-
+    batches = [slice(s, min(s + micro, a.seqs)) for s in range(0, a.seqs, micro)]
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6,
                             betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
-    reset_peak()
-    t = time.perf_counter()
-    lp = response_logprobs(model)
-    ratio = torch.exp(lp - old)
-    pg = -torch.minimum(ratio * adv, torch.clamp(ratio, 1 - 0.2, 1 + 0.28) * adv)
-    loss = pg.mean()  # token-mean: every response token is real
-    loss.backward()
-    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    update_s = time.perf_counter() - t
-    update_peak = peak_mb()
-    print(f"update: {update_s:.1f} s, peak RSS {update_peak:.0f} MiB", flush=True)
-    print(json.dumps({
+    runs = []
+    per_phase = reset_peak()
+    for r in range(1, a.repeats + 1):
+        reset_peak()
+        t = time.perf_counter()
+        with torch.no_grad():
+            old = [response_logprobs(model, rows) for rows in batches]
+        old_s = time.perf_counter() - t
+        old_peak = peak_mb()
+        print(f"[{r}/{a.repeats}] π_old forward: {old_s:.1f} s, peak RSS {old_peak:.0f} MiB",
+              flush=True)
+
+        reset_peak()
+        t = time.perf_counter()
+        total = 0.0
+        for rows, old_b in zip(batches, old):
+            lp = response_logprobs(model, rows)
+            ratio = torch.exp(lp - old_b)
+            adv_b = adv[rows]
+            pg = -torch.minimum(ratio * adv_b, torch.clamp(ratio, 1 - 0.2, 1 + 0.28) * adv_b)
+            # token-mean over the whole batch: every response token is real
+            loss = pg.sum() / (a.seqs * a.response)
+            loss.backward()
+            total += loss.item()
+            del lp, ratio, pg, loss
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        update_s = time.perf_counter() - t
+        update_peak = peak_mb()
+        print(f"[{r}/{a.repeats}] update: {update_s:.1f} s, peak RSS {update_peak:.0f} MiB",
+              flush=True)
+        runs.append({
+            "old_logprobs_s": old_s, "update_s": update_s, "peak_rss_old_logprobs_mb": old_peak,
+            "peak_rss_update_mb": update_peak, "per_phase_peaks": per_phase, "loss": total,
+            "grad_norm": grad_norm.item(),
+        })
+    report = {
         "side": "pytorch", "torch": torch.__version__, "shape": a.shape, "seqs": a.seqs,
         "prompt": a.prompt, "response": a.response, "checkpointing": a.checkpointing,
-        "lora_r": a.lora_r, "threads": a.threads, "old_logprobs_s": old_s, "update_s": update_s,
-        "peak_rss_old_logprobs_mb": old_peak, "peak_rss_update_mb": update_peak,
-        "per_phase_peaks": per_phase, "loss": loss.item(), "grad_norm": grad_norm.item(),
-    }))
+        "lora_r": a.lora_r, "threads": a.threads, "micro_batch": micro, "repeats": a.repeats,
+    }
+    # the last repeat's seconds and peaks at the top level (as the Rust example)
+    report.update(runs[-1])
+    report["runs"] = runs
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":
