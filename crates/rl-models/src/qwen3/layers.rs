@@ -418,4 +418,32 @@ mod tests {
             }
         }
     }
+
+    /// On a CPU with AVX-512, the patched gemm-common (third_party/PATCHED.md) takes its AVX2
+    /// kernels for products with fewer than 16 output columns and its AVX-512 kernels from 16 on
+    /// (either way on other CPUs): products on both sides of the boundary, in both orientations,
+    /// against the f64 definition.
+    #[test]
+    fn products_on_both_sides_of_the_avx512_kernel_boundary() {
+        for out in [1, 15, 16, 17, 40] {
+            for m in [1, 15, 16, 33] {
+                check_matmul_hf::<Flex>(m, 37, out, false);
+                let mut x = Tensor::<Flex, 2>::ones([m, 37], &Default::default());
+                x = x.mul_scalar(0.5);
+                let w = Tensor::<Flex, 2>::ones([out, 37], &Default::default());
+                // (W xᵀ)ᵀ directly, the other orientation of the same shape: every entry is
+                // Σ over 37 inputs of 0.5 · 1 = 18.5
+                let y: Vec<f32> = w
+                    .matmul(x.transpose())
+                    .transpose()
+                    .into_data()
+                    .to_vec()
+                    .unwrap();
+                assert!(
+                    y.iter().all(|v| (v - 18.5).abs() < 1e-4),
+                    "m {m}, out {out}"
+                );
+            }
+        }
+    }
 }

@@ -1,7 +1,8 @@
 // Backend-generic part of `qwen3_hf.rs`, included once per backend by `backend_suite!`, which
 // defines `AD` (an autodiff backend), `B` (its inner backend), `dev()`, `TOL` (absolute tolerance
-// on logits / log-probs), `GRAD_TOL` (relative tolerance on gradients) and `EXACT` (whether a
-// sample generated alone equals the same sample generated in a batch, bit for bit).
+// on logits / log-probs), `GRAD_TOL` (relative tolerance on gradients) and `exact()` (whether a
+// sample generated alone equals the same sample generated in a batch, bit for bit: not on GPUs,
+// nor on a CPU with AVX-512, whose GEMM kernel depends on the product's row count).
 
 fn load(model: &str) -> Qwen3<B> {
     Qwen3::<B>::load(fixtures().join(model), &dev()).unwrap()
@@ -661,8 +662,19 @@ fn sampling_is_seeded_and_independent_of_batch_composition() {
     let b = generate(&m, &prompts, &cfg).unwrap();
     assert_eq!(a, b);
     let alone = generate(&m, &prompts[..1], &cfg).unwrap();
-    if EXACT {
+    if exact() {
         assert_eq!(alone[0], a[0]);
+    } else if alone[0].tokens == a[0].tokens {
+        // the same draws; the log-probs only as close as the backend's batch-size-dependent
+        // kernels round them
+        let gap = |x: &[f32], y: &[f32]| {
+            x.iter()
+                .zip(y)
+                .map(|(p, q)| (p - q).abs())
+                .fold(0.0f32, f32::max)
+        };
+        assert!(gap(&alone[0].logprobs, &a[0].logprobs) <= TOL);
+        assert!(gap(&alone[0].sampling_logprobs, &a[0].sampling_logprobs) <= TOL);
     }
     let other = generate(
         &m,
