@@ -110,7 +110,10 @@ def main() -> None:
         return
     out.mkdir(parents=True, exist_ok=True)
     if a.steps:
-        text = job_path.read_text().replace("\nsteps = 3\n", f"\nsteps = {a.steps}\n", 1)
+        text = job_path.read_text()
+        if "\nsteps = 3\n" not in text:
+            raise SystemExit(f"--steps: no `steps = 3` line in {job_path} to override")
+        text = text.replace("\nsteps = 3\n", f"\nsteps = {a.steps}\n", 1)
         job_path = out / "job_0p6b.toml"
         job_path.write_text(text)
     model = out / "model"

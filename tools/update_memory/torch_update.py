@@ -105,9 +105,8 @@ def main() -> None:
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-6,
                             betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
     runs = []
-    per_phase = reset_peak()
     for r in range(1, a.repeats + 1):
-        reset_peak()
+        per_phase = reset_peak()
         t = time.perf_counter()
         with torch.no_grad():
             old = [response_logprobs(model, rows) for rows in batches]

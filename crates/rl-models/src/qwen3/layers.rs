@@ -428,8 +428,7 @@ mod tests {
         for out in [1, 15, 16, 17, 40] {
             for m in [1, 15, 16, 33] {
                 check_matmul_hf::<Flex>(m, 37, out, false);
-                let mut x = Tensor::<Flex, 2>::ones([m, 37], &Default::default());
-                x = x.mul_scalar(0.5);
+                let x = Tensor::<Flex, 2>::ones([m, 37], &Default::default()).mul_scalar(0.5);
                 let w = Tensor::<Flex, 2>::ones([out, 37], &Default::default());
                 // (W xᵀ)ᵀ directly, the other orientation of the same shape: every entry is
                 // Σ over 37 inputs of 0.5 · 1 = 18.5

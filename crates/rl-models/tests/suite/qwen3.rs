@@ -667,14 +667,8 @@ fn sampling_is_seeded_and_independent_of_batch_composition() {
     } else if alone[0].tokens == a[0].tokens {
         // the same draws; the log-probs only as close as the backend's batch-size-dependent
         // kernels round them
-        let gap = |x: &[f32], y: &[f32]| {
-            x.iter()
-                .zip(y)
-                .map(|(p, q)| (p - q).abs())
-                .fold(0.0f32, f32::max)
-        };
-        assert!(gap(&alone[0].logprobs, &a[0].logprobs) <= TOL);
-        assert!(gap(&alone[0].sampling_logprobs, &a[0].sampling_logprobs) <= TOL);
+        assert!(max_abs_diff(&alone[0].logprobs, &a[0].logprobs) <= TOL);
+        assert!(max_abs_diff(&alone[0].sampling_logprobs, &a[0].sampling_logprobs) <= TOL);
     }
     let other = generate(
         &m,
