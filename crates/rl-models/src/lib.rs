@@ -85,3 +85,6 @@ pub use qwen3::{
 };
 pub use safetensors_io::SaveDtype;
 pub use tokenizer::{ChatMessage, Tokenizer, render_chat, render_chat_with_tools};
+
+#[cfg(test)]
+mod flex_patch_tests;

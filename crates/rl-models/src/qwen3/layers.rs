@@ -138,6 +138,26 @@ fn transposed_product(m: usize, out: usize, tracked: bool) -> bool {
     }
 }
 
+/// `[b * L, heads * hd]` projections to head-major `[b, heads, L, hd]`, materialised.
+///
+/// The head split is a transpose. Done once here as a copy (a reshape that no view can express),
+/// every later operation — the q/k norms, RoPE, the attention products — and its backward runs on
+/// contiguous tensors. Left as a strided view, the norms' and RoPE's backward passes received
+/// strided gradients, which burn-flex's element-wise kernels walk one index at a time (about a
+/// third of the embedded update's main-thread time, docs/performance.md).
+fn split_heads<B: Backend>(
+    x: Tensor<B, 2>,
+    batch: usize,
+    len: usize,
+    heads: usize,
+    hd: usize,
+) -> Tensor<B, 4> {
+    x.reshape([batch, len, heads, hd])
+        .swap_dims(1, 2)
+        .reshape([batch, heads, len * hd])
+        .reshape([batch, heads, len, hd])
+}
+
 /// What one forward call attends to, prepared on the host.
 pub(super) struct Step<B: Backend> {
     pub(super) rope: Rope<B>,
@@ -207,15 +227,11 @@ impl<B: Backend> Qwen3Attention<B> {
     ) -> Tensor<B, 2> {
         let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
         let n_rep = nh / nkv;
-        let q = self.q_proj.forward(x.clone()).reshape([batch, len, nh, hd]);
-        let k = self
-            .k_proj
-            .forward(x.clone())
-            .reshape([batch, len, nkv, hd]);
-        let v = self.v_proj.forward(x).reshape([batch, len, nkv, hd]);
-        let q = step.rope.q.apply(self.q_norm.forward(q)).swap_dims(1, 2); // [b, nh, L, hd]
-        let k = step.rope.k.apply(self.k_norm.forward(k)).swap_dims(1, 2); // [b, nkv, L, hd]
-        let v = v.swap_dims(1, 2);
+        let q = split_heads(self.q_proj.forward(x.clone()), batch, len, nh, hd);
+        let k = split_heads(self.k_proj.forward(x.clone()), batch, len, nkv, hd);
+        let v = split_heads(self.v_proj.forward(x), batch, len, nkv, hd);
+        let q = step.rope.q.apply(self.q_norm.forward(q)); // [b, nh, L, hd]
+        let k = step.rope.k.apply(self.k_norm.forward(k)); // [b, nkv, L, hd]
 
         // Grouped-query attention without repeating K/V: query head j = g * n_rep + r uses KV
         // head g, so [b, nh, L, hd] viewed as [b, nkv, n_rep * L, hd] lines each group's queries

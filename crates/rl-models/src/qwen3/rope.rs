@@ -16,10 +16,10 @@ fn inv_freq(theta: f64, head_dim: usize) -> Vec<f32> {
         .collect()
 }
 
-/// cos/sin tables for the given positions, materialised at the full `[b, L, heads, hd]` shape of
-/// the query and of the key heads: burn-flex's element-wise kernels are SIMD only for same-shape
-/// operands or row/scalar broadcasts, and a `[b, L, 1, hd]` table broadcast over the heads took
-/// a scalar strided path (about 5 % of a Qwen3-0.6B forward pass on the CPU).
+/// cos/sin tables for the given positions, materialised at the full head-major `[b, heads, L, hd]`
+/// shape of the query and of the key heads: burn-flex's element-wise kernels are SIMD only for
+/// same-shape operands or row/scalar broadcasts, and a `[b, 1, L, hd]` table broadcast over the
+/// heads took a scalar strided path (about 5 % of a Qwen3-0.6B forward pass on the CPU).
 pub(super) struct Rope<B: Backend> {
     pub(super) q: RopeTables<B>,
     pub(super) k: RopeTables<B>,
@@ -50,13 +50,13 @@ impl<B: Backend> Rope<B> {
         // computed in f32, then in the activations' dtype (HF: `cos.to(dtype=x.dtype)`)
         let cos = freqs.clone().cos().cast(dtype.float());
         let sin = freqs.sin().cast(dtype.float());
-        let shape = [batch, len, 1, config.head_dim];
+        let shape = [batch, 1, len, config.head_dim];
         // rotate_half(x) * sin = [x2, x1] * [-sin, sin]: the sign goes into the table.
         let cos = Tensor::cat(vec![cos.clone(), cos], 1).reshape(shape);
         let sin = Tensor::cat(vec![sin.clone().neg(), sin], 1).reshape(shape);
         let tables = |heads: usize| RopeTables {
-            cos: cos.clone().repeat_dim(2, heads),
-            sin: sin.clone().repeat_dim(2, heads),
+            cos: cos.clone().repeat_dim(1, heads),
+            sin: sin.clone().repeat_dim(1, heads),
         };
         Self {
             q: tables(config.num_attention_heads),
@@ -66,13 +66,13 @@ impl<B: Backend> Rope<B> {
 }
 
 impl<B: Backend> RopeTables<B> {
-    /// HF's `x * cos + rotate_half(x) * sin` on `[b, L, heads, hd]` (these tables' head count),
+    /// HF's `x * cos + rotate_half(x) * sin` on `[b, heads, L, hd]` (these tables' head count),
     /// where `rotate_half(x) = [-x2, x1]` for the halves `x1`, `x2` of the last dimension.
     pub(super) fn apply(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let [b, l, h, hd] = x.dims();
+        let [b, h, l, hd] = x.dims();
         let half = hd / 2;
-        let x1 = x.clone().slice([0..b, 0..l, 0..h, 0..half]);
-        let x2 = x.clone().slice([0..b, 0..l, 0..h, half..hd]);
+        let x1 = x.clone().slice([0..b, 0..h, 0..l, 0..half]);
+        let x2 = x.clone().slice([0..b, 0..h, 0..l, half..hd]);
         let swapped = Tensor::cat(vec![x2, x1], 3);
         x * self.cos.clone() + swapped * self.sin.clone()
     }

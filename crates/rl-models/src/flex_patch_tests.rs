@@ -1,0 +1,189 @@
+//! Tests of the paths the patched burn-flex (third_party/burn-flex, PATCHED.md) changed, on the
+//! CPU backend, against index arithmetic written here: copies of permuted and sliced views,
+//! element-wise ops of permuted and broadcast operands of rank 2-4, slice assignment with a
+//! second holder of the buffer, and freshly allocated zeros.
+
+use burn::backend::Flex;
+use burn::tensor::{Tensor, TensorData};
+
+type B = Flex;
+
+/// `0, 1, 2, ...` (as f32, plus `bias`) in `shape`.
+fn iota<const D: usize>(shape: [usize; D], bias: f32) -> Tensor<B, D> {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n).map(|i| i as f32 + bias).collect();
+    Tensor::from_data(TensorData::new(v, shape), &Default::default())
+}
+
+fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().to_vec().unwrap()
+}
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for d in (0..shape.len().saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1];
+    }
+    s
+}
+
+/// The multi-index of flat position `i` in `shape`.
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+    idx
+}
+
+/// The value `iota(src_shape, bias)` holds at `idx`.
+fn at(idx: &[usize], src_shape: &[usize], bias: f32) -> f32 {
+    let s = strides(src_shape);
+    idx.iter().zip(&s).map(|(i, s)| i * s).sum::<usize>() as f32 + bias
+}
+
+#[test]
+fn permuted_and_sliced_views_copy_to_their_logical_order() {
+    // the head split: [b, L, h, d] -> [b, h, L, d] (4-D, inner unit stride: row copies)
+    let src = [2, 3, 4, 5];
+    let got = values(iota(src, 0.0).swap_dims(1, 2).reshape([2 * 4 * 3 * 5]));
+    for (i, g) in got.iter().enumerate() {
+        let o = unravel(i, &[2, 4, 3, 5]);
+        assert_eq!(*g, at(&[o[0], o[2], o[1], o[3]], &src, 0.0), "position {i}");
+    }
+    // inner dims swapped too (3-D blocks with a non-unit inner stride: tiled copies)
+    let got = values(iota(src, 0.0).permute([1, 0, 3, 2]).reshape([120]));
+    for (i, g) in got.iter().enumerate() {
+        let o = unravel(i, &[3, 2, 5, 4]);
+        assert_eq!(*g, at(&[o[1], o[0], o[3], o[2]], &src, 0.0), "position {i}");
+    }
+    // a slice of the last dim (2-D rows of unit stride, one apart by the full row)
+    let got = values(iota([6, 7], 0.0).slice([0..6, 2..5]).reshape([18]));
+    for (i, g) in got.iter().enumerate() {
+        let o = unravel(i, &[6, 3]);
+        assert_eq!(*g, at(&[o[0], o[1] + 2], &[6, 7], 0.0), "position {i}");
+    }
+    // the same slice at rank 3, after a permutation
+    let got = values(
+        iota([2, 6, 7], 0.0)
+            .slice([0..2, 1..6, 2..5])
+            .swap_dims(0, 1)
+            .reshape([30]),
+    );
+    for (i, g) in got.iter().enumerate() {
+        let o = unravel(i, &[5, 2, 3]);
+        assert_eq!(
+            *g,
+            at(&[o[1], o[0] + 1, o[2] + 2], &[2, 6, 7], 0.0),
+            "position {i}"
+        );
+    }
+}
+
+#[test]
+fn element_wise_ops_of_permuted_and_broadcast_operands() {
+    type Op = fn(f32, f32) -> f32;
+    let ops: [(&str, Op); 4] = [
+        ("add", |a, b| a + b),
+        ("sub", |a, b| a - b),
+        ("mul", |a, b| a * b),
+        ("div", |a, b| a / b),
+    ];
+    let apply = |name: &str, l: Tensor<B, 4>, r: Tensor<B, 4>| match name {
+        "add" => l + r,
+        "sub" => l - r,
+        "mul" => l * r,
+        _ => l / r,
+    };
+    let out = [2, 4, 3, 5];
+    for (name, f) in ops {
+        // permuted lhs, rhs broadcast over dims 0 and 2 (rows of unit stride on both sides)
+        let l = iota([2, 3, 4, 5], 1.0).swap_dims(1, 2);
+        let r = iota([1, 4, 1, 5], 0.5);
+        let got = values(apply(name, l, r));
+        for (i, g) in got.iter().enumerate() {
+            let o = unravel(i, &out);
+            let a = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 1.0);
+            let b = at(&[0, o[1], 0, o[3]], &[1, 4, 1, 5], 0.5);
+            assert_eq!(*g, f(a, b), "{name} at {i}");
+        }
+        // rhs broadcast along the last dim and over dim 1 (a stride-0 row: one scalar per row)
+        let l = iota([2, 3, 4, 5], 2.0).swap_dims(1, 2);
+        let r = iota([2, 1, 3, 1], 1.0);
+        let got = values(apply(name, l, r));
+        for (i, g) in got.iter().enumerate() {
+            let o = unravel(i, &out);
+            let a = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 2.0);
+            let b = at(&[o[0], 0, o[2], 0], &[2, 1, 3, 1], 1.0);
+            assert_eq!(*g, f(a, b), "{name} (row scalar) at {i}");
+        }
+        // the broadcast operand on the left, the permuted one on the right
+        let l = iota([2, 1, 3, 1], 3.0);
+        let r = iota([2, 3, 4, 5], 1.0).swap_dims(1, 2);
+        let got = values(apply(name, l, r));
+        for (i, g) in got.iter().enumerate() {
+            let o = unravel(i, &out);
+            let a = at(&[o[0], 0, o[2], 0], &[2, 1, 3, 1], 3.0);
+            let b = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 1.0);
+            assert_eq!(*g, f(a, b), "{name} (broadcast lhs) at {i}");
+        }
+        // both sides with non-unit inner strides (transposed inner dims)
+        let l = iota([2, 4, 5, 3], 1.0).swap_dims(2, 3);
+        let r = iota([2, 4, 5, 3], 7.0).swap_dims(2, 3);
+        let got = values(apply(name, l, r));
+        for (i, g) in got.iter().enumerate() {
+            let o = unravel(i, &out);
+            let src = [o[0], o[1], o[3], o[2]];
+            let want = f(at(&src, &[2, 4, 5, 3], 1.0), at(&src, &[2, 4, 5, 3], 7.0));
+            assert_eq!(*g, want, "{name} (strided inner) at {i}");
+        }
+    }
+}
+
+#[test]
+fn slice_assign_writes_the_region_and_leaves_other_holders_unchanged() {
+    let base = iota([2, 3, 4], 0.0);
+    let kept = base.clone(); // a second holder of the same buffer
+    let patch = iota([2, 2, 2], 100.0);
+    let written = base.slice_assign([0..2, 1..3, 1..3], patch);
+    let got = values(written);
+    for (i, g) in got.iter().enumerate() {
+        let o = unravel(i, &[2, 3, 4]);
+        let inside = (1..3).contains(&o[1]) && (1..3).contains(&o[2]);
+        let want = if inside {
+            at(&[o[0], o[1] - 1, o[2] - 1], &[2, 2, 2], 100.0)
+        } else {
+            at(&o, &[2, 3, 4], 0.0)
+        };
+        assert_eq!(*g, want, "position {i}");
+    }
+    assert_eq!(values(kept), values(iota([2, 3, 4], 0.0)));
+    // a uniquely held buffer, written twice in a row (the KV cache's tail)
+    let mut tail = Tensor::<B, 3>::zeros([1, 4, 2], &Default::default());
+    for at_pos in 0..4 {
+        tail = tail.slice_assign(
+            [0..1, at_pos..at_pos + 1, 0..2],
+            iota([1, 1, 2], at_pos as f32),
+        );
+    }
+    assert_eq!(values(tail), vec![0., 1., 1., 2., 2., 3., 3., 4.]);
+}
+
+#[test]
+fn fresh_zeros_are_zero_for_every_width() {
+    use burn::tensor::{DType, FloatDType};
+    for dtype in [
+        FloatDType::F32,
+        FloatDType::F64,
+        FloatDType::BF16,
+        FloatDType::F16,
+    ] {
+        let dtype = DType::from(dtype);
+        let t = Tensor::<B, 2>::zeros([3, 5], (&Default::default(), dtype));
+        assert_eq!(t.dtype(), dtype);
+        let v: Vec<f32> = t.cast(FloatDType::F32).into_data().to_vec().unwrap();
+        assert_eq!(v, vec![0.0; 15]);
+    }
+}
