@@ -187,3 +187,46 @@ fn fresh_zeros_are_zero_for_every_width() {
         assert_eq!(v, vec![0.0; 15]);
     }
 }
+
+#[test]
+fn element_wise_ops_split_across_threads_compute_every_element() {
+    // 300 K elements: above the patched parallel threshold (64 K), with a last chunk that is
+    // not a whole chunk; each op is checked on the in-place path (a uniquely held operand) and
+    // on the allocating path (a second holder keeps the buffer shared).
+    let n = 300_007usize;
+    let host_a: Vec<f32> = (0..n)
+        .map(|i| ((i % 1000) as f32 - 500.0) / 100.0)
+        .collect();
+    let host_b: Vec<f32> = (0..n)
+        .map(|i| ((i * 7 % 911) as f32 + 1.0) / 50.0)
+        .collect();
+    let t = |v: &Vec<f32>| {
+        Tensor::<B, 1>::from_data(TensorData::new(v.clone(), [n]), &Default::default())
+    };
+    let check = |got: Tensor<B, 1>, want: &dyn Fn(usize) -> f32, what: &str| {
+        let got = values(got);
+        assert_eq!(got.len(), n);
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(*g, want(i), "{what} at {i}");
+        }
+    };
+    type Op = fn(Tensor<B, 1>, Tensor<B, 1>) -> Tensor<B, 1>;
+    let ops: [(&str, Op, fn(f32, f32) -> f32); 7] = [
+        ("mul", |a, b| a * b, |a, b| a * b),
+        ("sub", |a, b| a - b, |a, b| a - b),
+        ("mul_scalar", |a, _| a.mul_scalar(0.5), |a, _| a * 0.5),
+        ("add_scalar", |a, _| a.add_scalar(3.0), |a, _| a + 3.0),
+        ("exp", |a, _| a.exp(), |a, _| a.exp()),
+        ("sqrt", |_, b| b.sqrt(), |_, b| b.sqrt()),
+        ("abs", |a, _| a.abs(), |a, _| a.abs()),
+    ];
+    for shared in [false, true] {
+        for (what, op, want) in ops {
+            // Fresh operands per op: uniquely held ones take the in-place path.
+            let (a, b) = (t(&host_a), t(&host_b));
+            let keep = shared.then(|| (a.clone(), b.clone()));
+            check(op(a, b), &|i| want(host_a[i], host_b[i]), what);
+            drop(keep);
+        }
+    }
+}

@@ -35,8 +35,8 @@ pub fn binary_op<F32Op, F64Op>(
     simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    F32Op: Fn(f32, f32) -> f32 + Copy,
-    F64Op: Fn(f64, f64) -> f64 + Copy,
+    F32Op: Fn(f32, f32) -> f32 + Copy + Sync + Send,
+    F64Op: Fn(f64, f64) -> f64 + Copy + Sync + Send,
 {
     debug_assert_eq!(lhs.dtype(), rhs.dtype(), "binary_op: dtype mismatch");
 
@@ -67,7 +67,7 @@ fn binary_op_f32<Op>(
     simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    Op: Fn(f32, f32) -> f32,
+    Op: Fn(f32, f32) -> f32 + Sync + Send,
 {
     // Permuted lhs + broadcast rhs (e.g. `x.permute(...) - mean`):
     // the generic path would walk the permuted lhs with a scalar
@@ -318,7 +318,7 @@ fn run_broadcast_pattern_f32(
 #[inline]
 fn per_row_scalar_apply<Op>(dst: &mut [f32], scalars: &[f32], row_len: usize, op: Op)
 where
-    Op: Fn(f32, f32) -> f32,
+    Op: Fn(f32, f32) -> f32 + Sync + Send,
 {
     for (i, &scalar) in scalars.iter().enumerate() {
         let start = i * row_len;
@@ -337,7 +337,7 @@ fn binary_op_f32<Op>(
     _simd_hint: Option<BinaryOp>,
 ) -> FlexTensor
 where
-    Op: Fn(f32, f32) -> f32,
+    Op: Fn(f32, f32) -> f32 + Sync + Send,
 {
     binary_op_typed(lhs, rhs, op)
 }
@@ -346,7 +346,7 @@ where
 pub(crate) fn binary_op_typed<E, Op>(mut lhs: FlexTensor, rhs: &FlexTensor, op: Op) -> FlexTensor
 where
     E: Element + bytemuck::Pod,
-    Op: Fn(E, E) -> E,
+    Op: Fn(E, E) -> E + Sync + Send,
 {
     let rhs_storage: &[E] = rhs.storage();
 
@@ -359,9 +359,8 @@ where
     {
         let lhs_storage: &mut [E] = lhs.storage_mut();
         let r_slice = &rhs_storage[r_start..r_end];
-        for (l, &r) in lhs_storage[..l_end].iter_mut().zip(r_slice) {
-            *l = op(*l, r);
-        }
+        // rlvr patch: parallel for large tensors
+        crate::ops::zip_inplace(&mut lhs_storage[..l_end], r_slice, |l, &r| *l = op(*l, r));
         return lhs;
     }
 
@@ -378,11 +377,8 @@ where
         (Some((l_start, l_end)), Some((r_start, r_end))) => {
             let l_slice = &lhs_storage[l_start..l_end];
             let r_slice = &rhs_storage[r_start..r_end];
-            l_slice
-                .iter()
-                .zip(r_slice)
-                .map(|(&a, &b)| op(a, b))
-                .collect()
+            // rlvr patch: parallel for large tensors
+            crate::ops::zip_collect(l_slice, r_slice, |&a, &b| op(a, b))
         }
         // rlvr patch: any rank from 2 to 8 (broadcast operands, permuted views) a row of the
         // last dimension at a time, with unit-stride and stride-0 rows as plain slice loops.
@@ -514,8 +510,8 @@ pub fn scalar_op<F32Op, F64Op>(
     f64_op: F64Op,
 ) -> FlexTensor
 where
-    F32Op: Fn(f32, f32) -> f32 + Copy,
-    F64Op: Fn(f64, f64) -> f64 + Copy,
+    F32Op: Fn(f32, f32) -> f32 + Copy + Sync + Send,
+    F64Op: Fn(f64, f64) -> f64 + Copy + Sync + Send,
 {
     let dtype = tensor.dtype();
 
@@ -543,16 +539,15 @@ where
 pub(crate) fn scalar_op_typed<E, Op>(mut tensor: FlexTensor, scalar: E, op: Op) -> FlexTensor
 where
     E: Element + bytemuck::Pod,
-    Op: Fn(E, E) -> E,
+    Op: Fn(E, E) -> E + Sync + Send,
 {
     // In-place fast path: unique, contiguous at offset 0
     if tensor.is_unique()
         && let Some((0, end)) = tensor.layout().contiguous_offsets()
     {
         let storage: &mut [E] = tensor.storage_mut();
-        for x in storage[..end].iter_mut() {
-            *x = op(*x, scalar);
-        }
+        // rlvr patch: parallel for large tensors
+        crate::ops::map_inplace(&mut storage[..end], |x| *x = op(*x, scalar));
         return tensor;
     }
 
@@ -562,7 +557,8 @@ where
     let storage: &[E] = tensor.storage();
 
     let result: Vec<E> = match tensor.layout().contiguous_offsets() {
-        Some((start, end)) => storage[start..end].iter().map(|&x| op(x, scalar)).collect(),
+        // rlvr patch: parallel for large tensors
+        Some((start, end)) => crate::ops::map_collect(&storage[start..end], |&x| op(x, scalar)),
         None => StridedIter::new(tensor.layout())
             .map(|i| op(storage[i], scalar))
             .collect(),
@@ -587,7 +583,7 @@ fn make_tensor<E: bytemuck::Pod + Send + Sync>(
 /// Supports all integer dtypes: I64, I32, I16, I8, U64, U32, U16, U8.
 pub fn int_binary_op<Op>(lhs: FlexTensor, rhs: FlexTensor, op: Op) -> FlexTensor
 where
-    Op: Fn(i64, i64) -> i64 + Copy,
+    Op: Fn(i64, i64) -> i64 + Copy + Sync + Send,
 {
     debug_assert_eq!(lhs.dtype(), rhs.dtype(), "int_binary_op: dtype mismatch");
 
@@ -615,7 +611,7 @@ where
 /// Note: scalar is truncated to target dtype (matches PyTorch).
 pub fn int_scalar_op<Op>(tensor: FlexTensor, scalar: i64, op: Op) -> FlexTensor
 where
-    Op: Fn(i64, i64) -> i64 + Copy,
+    Op: Fn(i64, i64) -> i64 + Copy + Sync + Send,
 {
     let dtype = tensor.dtype();
 

@@ -11,10 +11,12 @@ use rayon::prelude::*;
 /// Threshold for parallel execution (elements).
 /// For memory-bound operations, parallelism helps when data exceeds L3 cache.
 #[cfg(feature = "rayon")]
-const PARALLEL_THRESHOLD: usize = 4 * 1024 * 1024;
+// rlvr patch: the thresholds of the element-wise loops of `ops` (upstream: 4 M elements and
+// chunks of 4 K).
+const PARALLEL_THRESHOLD: usize = crate::ops::ELEMENTWISE_PARALLEL_THRESHOLD;
 
 #[cfg(feature = "rayon")]
-const CHUNK_SIZE: usize = 4096;
+const CHUNK_SIZE: usize = crate::ops::ELEMENTWISE_CHUNK;
 
 // ============================================================================
 // f32 in-place binary ops
