@@ -210,8 +210,13 @@ fn element_wise_ops_split_across_threads_compute_every_element() {
             assert_eq!(*g, want(i), "{what} at {i}");
         }
     };
-    type Op = fn(Tensor<B, 1>, Tensor<B, 1>) -> Tensor<B, 1>;
-    let ops: [(&str, Op, fn(f32, f32) -> f32); 7] = [
+    /// (name, the op on tensors, the same op on one element)
+    type Case = (
+        &'static str,
+        fn(Tensor<B, 1>, Tensor<B, 1>) -> Tensor<B, 1>,
+        fn(f32, f32) -> f32,
+    );
+    let ops: [Case; 7] = [
         ("mul", |a, b| a * b, |a, b| a * b),
         ("sub", |a, b| a - b, |a, b| a - b),
         ("mul_scalar", |a, _| a.mul_scalar(0.5), |a, _| a * 0.5),
