@@ -302,6 +302,26 @@ pub fn micro_batches(lengths: &[usize], max_seqs: usize, max_tokens: usize) -> V
     out
 }
 
+/// The micro-batches of a mini-batch as lists of sequence indices. Without a token budget
+/// (`max_tokens = 0`): the [`micro_batches`] of the sequences in order. With one: the sequences
+/// taken shortest first (a stable sort by length) and then partitioned greedily by
+/// [`micro_batches`], so that each micro-batch holds similar lengths and pads little: with
+/// responses of very different lengths, one micro-batch padded to the longest computes on many
+/// padding tokens (verl's dynamic batch size also regroups sequences by length). The losses are
+/// sums over the mini-batch's global counts, so any grouping gives the same loss and gradients
+/// up to float summation order.
+pub fn micro_batch_plan(lengths: &[usize], max_seqs: usize, max_tokens: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    if max_tokens > 0 {
+        order.sort_by_key(|&i| lengths[i]);
+    }
+    let sorted: Vec<usize> = order.iter().map(|&i| lengths[i]).collect();
+    micro_batches(&sorted, max_seqs, max_tokens)
+        .into_iter()
+        .map(|r| order[r].to_vec())
+        .collect()
+}
+
 /// One optimizer update over a mini-batch: micro-batches of `settings.micro_batch` sequences
 /// are forwarded and back-propagated one at a time with the mini-batch's global counts, their
 /// gradients accumulated, then clipped and applied. A non-finite loss or gradient norm skips
@@ -377,8 +397,9 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         .iter()
         .map(|s| s.prompt.len() + s.response.len())
         .collect();
-    for range in micro_batches(&lengths, micro, budget) {
-        let chunk = &seqs[range];
+    for part in micro_batch_plan(&lengths, micro, budget) {
+        let chunk: Vec<TrainSeq<'_>> = part.iter().map(|&i| seqs[i].clone()).collect();
+        let chunk = chunk.as_slice();
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
         let pass =
@@ -398,7 +419,8 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
                         sequence: 0,
                         message: format!("reading this update's log-probs: {e:?}"),
                     })?;
-                let w = this_forward_weights(chunk, &host, a.width, &correction, &mut is_stats)?;
+                let w =
+                    this_forward_weights(chunk, &part, &host, a.width, &correction, &mut is_stats)?;
                 (
                     old,
                     correction
@@ -447,11 +469,12 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
 
 /// The importance weights of a micro-batch whose π_old is this update's forward (`old`, row
 /// i's response tokens at columns 0..len of a row of `width`), laid out like `old`; the trained
-/// sequences' statistics are added to `stats`, in sequence order as the behaviour phase adds
-/// them. A row with a non-finite log-prob keeps weights 1 and adds nothing: the update it
-/// belongs to is skipped for its non-finite loss.
+/// sequences' statistics are added to `stats`. Row i is sequence `index[i]` of the mini-batch
+/// (errors name it). A row with a non-finite log-prob keeps weights 1 and adds nothing: the
+/// update it belongs to is skipped for its non-finite loss.
 fn this_forward_weights(
     chunk: &[TrainSeq<'_>],
+    index: &[usize],
     old: &[f32],
     width: usize,
     correction: &IsCorrection,
@@ -465,7 +488,13 @@ fn this_forward_weights(
             // (`UpdateOutcome::applied`) whatever the weights; the row adds no statistics.
             continue;
         }
-        let w = importance_of(correction, i, &old[row.clone()], s.rollout_logp, s.sampled)?;
+        let w = importance_of(
+            correction,
+            index[i],
+            &old[row.clone()],
+            s.rollout_logp,
+            s.sampled,
+        )?;
         if s.train {
             stats.merge(&w.stats);
         }
@@ -531,7 +560,7 @@ pub type SftRow<'a> = (&'a [u32], &'a [u32], Option<&'a [bool]>);
 
 /// One supervised update: token-mean negative log-likelihood of the responses given the prompts
 /// (the warm-start objective) over the response tokens where the optional mask is true (all
-/// without one), in [`micro_batches`] of at most `micro` sequences and `micro_tokens` padded
+/// without one), in micro-batches ([`micro_batch_plan`]) of at most `micro` sequences and `micro_tokens` padded
 /// tokens (0: no token budget). Returns the new policy and the loss.
 pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
     policy: P,
@@ -572,9 +601,9 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
         .iter()
         .map(|s| s.prompt.len() + s.response.len())
         .collect();
-    for range in micro_batches(&lengths, micro, micro_tokens) {
-        let chunk = &seqs[range];
-        let a = align(chunk);
+    for part in micro_batch_plan(&lengths, micro, micro_tokens) {
+        let chunk: Vec<TrainSeq<'_>> = part.iter().map(|&i| seqs[i].clone()).collect();
+        let a = align(&chunk);
         let shape = [chunk.len(), a.width];
         let lp = policy.logprobs(&a.ids, &a.starts, a.width, EntropyMode::None, 1.0)?;
         let mask: Tensor<B, 2, Bool> = Tensor::from_data(TensorData::new(a.mask, shape), device);
@@ -603,7 +632,7 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
 
 #[cfg(test)]
 mod tests {
-    use super::micro_batches;
+    use super::{micro_batch_plan, micro_batches};
 
     /// By hand: lengths 3, 5, 2, 8, 1 with a budget of 10 padded tokens. [3, 5] pads to 2 × 5 =
     /// 10 (fits); adding 2 would make 3 × 5 = 15. [2, 8] would be 16, so 2 is alone; [8, 1] would
@@ -617,6 +646,70 @@ mod tests {
         assert_eq!(micro_batches(&l, 8, 0), vec![0..5]);
         assert_eq!(micro_batches(&[20, 1, 1], 8, 10), vec![0..1, 1..3]);
         assert!(micro_batches(&[], 4, 10).is_empty());
+    }
+
+    /// By hand: lengths 7, 2, 9, 2, 3 with 3 sequences at most and a budget of 9 padded tokens.
+    /// Shortest first (stable): indices 1, 3, 4, 0, 2 of lengths 2, 2, 3, 7, 9; [2, 2, 3] pads
+    /// to 3 × 3 = 9 (fits, and is 3 sequences); [7] alone, since [7, 9] would be 18; [9] alone.
+    /// Without a budget the order is kept: [7, 2, 9], [2, 3].
+    #[test]
+    fn micro_batch_plan_by_hand() {
+        let l = [7, 2, 9, 2, 3];
+        assert_eq!(
+            micro_batch_plan(&l, 3, 9),
+            vec![vec![1, 3, 4], vec![0], vec![2]]
+        );
+        assert_eq!(micro_batch_plan(&l, 3, 0), vec![vec![0, 1, 2], vec![3, 4]]);
+        assert!(micro_batch_plan(&[], 3, 9).is_empty());
+    }
+
+    /// Every list of up to 6 lengths from {1, 2, 3, 5}, every cap and budget: the micro-batches,
+    /// read one after the other, list every sequence once: in order without a budget, shortest
+    /// first with one (ties in order: a stable sort, built here by counting); each holds at most
+    /// `max_seqs` sequences and at most `max_tokens` padded tokens unless it is a single
+    /// sequence; and each is maximal: adding the next micro-batch's first sequence would break
+    /// a limit.
+    #[test]
+    fn micro_batch_plans_list_every_sequence_once_shortest_first_within_limits() {
+        let alphabet = [1usize, 2, 3, 5];
+        let padded = |l: &[usize]| l.len() * l.iter().copied().max().unwrap_or(0);
+        for n in 0..=6usize {
+            for code in 0..alphabet.len().pow(n as u32) {
+                let lengths: Vec<usize> = (0..n)
+                    .map(|i| alphabet[(code / alphabet.len().pow(i as u32)) % alphabet.len()])
+                    .collect();
+                // Shortest first, ties in order: for each length in increasing order, the
+                // indices with that length.
+                let l = &lengths;
+                let by_length: Vec<usize> = (1..=5)
+                    .flat_map(|len| (0..n).filter(move |&i| l[i] == len))
+                    .collect();
+                for max_seqs in [1, 2, 3, 8] {
+                    for max_tokens in [0, 4, 6, 10] {
+                        let plan = micro_batch_plan(&lengths, max_seqs, max_tokens);
+                        let fits = |s: &[usize]| {
+                            let l: Vec<usize> = s.iter().map(|&i| lengths[i]).collect();
+                            l.len() <= max_seqs
+                                && (max_tokens == 0 || l.len() == 1 || padded(&l) <= max_tokens)
+                        };
+                        let flat: Vec<usize> = plan.concat();
+                        let want: Vec<usize> = if max_tokens == 0 {
+                            (0..n).collect()
+                        } else {
+                            by_length.clone()
+                        };
+                        assert_eq!(flat, want, "{lengths:?} → {plan:?}");
+                        for (k, part) in plan.iter().enumerate() {
+                            assert!(!part.is_empty() && fits(part), "{lengths:?} → {plan:?}");
+                            if let Some(next) = plan.get(k + 1) {
+                                let grown = [part.as_slice(), &next[..1]].concat();
+                                assert!(!fits(&grown), "{lengths:?} → {plan:?}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Every list of up to 6 lengths from {1, 2, 3, 5}, every cap and budget: the ranges tile

@@ -435,15 +435,16 @@ fn a_hand_written_two_worker_loop_trains_as_trainer_step_does() {
 /// Token-budget micro-batches (`optim.micro_batch_tokens`) train exactly as sequence-count ones:
 /// the losses are sums over the mini-batch's global counts, so the partition changes only the
 /// float summation order. The batch's sequences are 5–6 prompt tokens plus 1–26 response
-/// tokens; a budget of 40 padded tokens gives micro-batches of 1 to 4 sequences (the partition
-/// is checked to differ from one micro-batch of 8), against one micro-batch of all 8. Three
+/// tokens; a budget of 40 padded tokens gives micro-batches of 1 to 4 sequences, regrouped by
+/// length (the partition is checked to differ from one micro-batch of 8), against one
+/// micro-batch of all 8. Three
 /// steps agree in loss, gradient norm and every parameter within 1e-5, for both aggregations.
 #[test]
 fn token_budget_micro_batches_train_as_one_micro_batch() {
     let (model, tok) = task_model(11, None);
     let b = batch(&model, &tok);
     let lengths: Vec<usize> = b.iter().map(|s| s.0.len() + s.1.len()).collect();
-    let parts = rl_trainer::update::micro_batches(&lengths, 8, 40);
+    let parts = rl_trainer::update::micro_batch_plan(&lengths, 8, 40);
     assert!(parts.len() >= 3, "{lengths:?} → {parts:?}");
     for aggregation in [Aggregation::TokenMean, Aggregation::SeqMeanTokenMean] {
         let whole = run_micro(model.clone(), &b, aggregation, None, (8, 0));

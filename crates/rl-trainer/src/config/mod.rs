@@ -431,7 +431,9 @@ pub struct OptimSection {
     pub micro_batch: usize,
     /// Padded tokens per forward/backward (rows × the longest prompt + response), at most: a
     /// token budget beside `micro_batch`, so that micro-batches of long responses hold fewer
-    /// sequences (verl's `use_dynamic_bsz`). 0: off. Same loss and gradients, other memory.
+    /// sequences (verl's `use_dynamic_bsz`); with it the sequences are grouped by length
+    /// (shortest first), so that micro-batches pad little. 0: off (cut in order). Same loss and
+    /// gradients up to float summation order, other memory and speed.
     #[serde(default)]
     pub micro_batch_tokens: usize,
     /// An update whose loss or gradient norm is not finite is skipped (weights and moments

@@ -12,7 +12,7 @@ use crate::TrainerError;
 use crate::parallel::scatter;
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
-use crate::update::{OldLogprobs, importance_of, micro_batches};
+use crate::update::{OldLogprobs, importance_of, micro_batch_plan};
 
 /// Per-token log-probs of every rollout's response under the policy before the step's updates
 /// (π_old) and, with KL, under the reference policy.
@@ -215,27 +215,27 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 }
 
 /// Detached log-probs of each rollout's response tokens under `policy`, one vector of
-/// `response.len()` values per rollout, in [`micro_batches`] of at most `micro` sequences and
-/// `micro_tokens` padded tokens (0: no token budget).
+/// `response.len()` values per rollout, in micro-batches ([`micro_batch_plan`]) of at most
+/// `micro` sequences and `micro_tokens` padded tokens (0: no token budget).
 fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
     policy: &P,
     items: &[&ScoredResponse],
     (micro, micro_tokens): (usize, usize),
     temperature: f32,
 ) -> Result<Vec<Vec<f32>>, TrainerError> {
-    let mut out = Vec::with_capacity(items.len());
+    if let Some(i) = items.iter().position(|r| r.prompt_ids.is_empty()) {
+        return Err(TrainerError::Batch {
+            sequence: i,
+            message: "empty prompt: the first response token has no context".into(),
+        });
+    }
+    let mut out = vec![Vec::new(); items.len()];
     let lengths: Vec<usize> = items
         .iter()
         .map(|r| r.prompt_ids.len() + r.response.len())
         .collect();
-    for range in micro_batches(&lengths, micro, micro_tokens) {
-        let (first, chunk) = (range.start, &items[range]);
-        if let Some(i) = chunk.iter().position(|r| r.prompt_ids.is_empty()) {
-            return Err(TrainerError::Batch {
-                sequence: first + i,
-                message: "empty prompt: the first response token has no context".into(),
-            });
-        }
+    for part in micro_batch_plan(&lengths, micro, micro_tokens) {
+        let chunk: Vec<&ScoredResponse> = part.iter().map(|&i| items[i]).collect();
         let ids: Vec<Vec<u32>> = chunk
             .iter()
             .map(|r| [r.prompt_ids.as_slice(), &r.response].concat())
@@ -247,7 +247,20 @@ fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
             .max()
             .unwrap_or(1)
             .max(1);
-        out.extend(policy.logprobs_detached(&ids, &starts, width, temperature)?);
+        let lps = policy.logprobs_detached(&ids, &starts, width, temperature)?;
+        if lps.len() != part.len() {
+            return Err(TrainerError::Batch {
+                sequence: part[0],
+                message: format!(
+                    "the policy returned {} log-prob rows for a micro-batch of {}",
+                    lps.len(),
+                    part.len()
+                ),
+            });
+        }
+        for (i, lp) in part.into_iter().zip(lps) {
+            out[i] = lp;
+        }
     }
     Ok(out)
 }
