@@ -231,6 +231,15 @@ fn param_gap(params: &[f32], reference: &[f32]) -> (f64, f64) {
     (worst, scale)
 }
 
+/// ‖a − b‖₂.
+fn l2_gap(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| ((x - y) as f64).powi(2))
+        .sum::<f64>()
+        .sqrt()
+}
+
 fn rel(a: f64, b: f64) -> f64 {
     (a - b).abs() / b.abs().max(1e-12)
 }
@@ -398,14 +407,7 @@ fn a_hand_written_two_worker_loop_trains_as_trainer_step_does() {
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    let norm = |a: &[f32], b: &[f32]| {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| ((x - y) as f64).powi(2))
-            .sum::<f64>()
-            .sqrt()
-    };
-    let update = norm(&one.1, &start);
+    let update = l2_gap(&one.1, &start);
     for (rank, (steps, params)) in two.iter().enumerate() {
         for (s, ((loss, gn, generated, adv), (loss1, gn1, generated1, _))) in
             steps.iter().zip(&one.0).enumerate()
@@ -417,7 +419,7 @@ fn a_hand_written_two_worker_loop_trains_as_trainer_step_does() {
             );
             assert_eq!(adv, &two[0].0[s].3, "rank {rank} step {s}: advantages");
         }
-        let gap = norm(params, &one.1) / update;
+        let gap = l2_gap(params, &one.1) / update;
         eprintln!("rank {rank}: update {update:e}, gap/update {gap:e}");
         assert!(
             gap < 1e-4,
@@ -470,10 +472,16 @@ fn token_budget_micro_batches_train_as_one_micro_batch() {
 /// The update's memory plans (`model.logprob_chunk`, `model.checkpointing`) train as the plain
 /// pass: their backward recomputes the LM head chunk by chunk and, with `layers`, each decoder
 /// layer from its stored input, which is the same chain rule in another order. Three steps of
-/// micro-batches of 3 agree in loss, gradient norm and every parameter within 1e-5, for the
-/// token-level DAPO loss with an entropy bonus (the entropy's own gradient path) and for GSPO's
-/// sequence-level ratio (a loss that is not a sum over tokens, so `∂L/∂log p` of one token
-/// depends on the others of its sequence).
+/// micro-batches of 3 agree in loss and gradient norm within 1e-5, for the token-level DAPO loss
+/// with an entropy bonus (the entropy's own gradient path) and for GSPO's sequence-level ratio
+/// (a loss that is not a sum over tokens, so `∂L/∂log p` of one token depends on the others of
+/// its sequence). The parameters are compared through the update they received, ‖θ_plan −
+/// θ_plain‖ / ‖θ_plain − θ₀‖ < 1e-4, for the reason derived at
+/// `a_hand_written_two_worker_loop_trains_as_trainer_step_does`: AdamW moves a parameter whose
+/// gradient is near ε by a fraction of lr that depends on the gradient's last bits, so an
+/// element-wise bound depends on the CPU's kernels (on an AVX2-only EPYC, GSPO with
+/// checkpointed layers differed by 1.2e-5 of the largest parameter, against 1e-5), while a
+/// wrong recomputation would change the update itself.
 #[test]
 fn memory_plans_train_as_the_plain_pass() {
     let (model, tok) = task_model(11, None);
@@ -496,8 +504,10 @@ fn memory_plans_train_as_the_plain_pass() {
         (0, Checkpointing::Layers),
         (5, Checkpointing::Layers),
     ];
+    let start = flat(&model);
     for (name, loss) in &losses {
         let plain = run_with(model.clone(), &b, loss, None, (3, 0), MemoryPlan::default());
+        let update = l2_gap(&plain.params, &start);
         for (logprob_chunk, checkpointing) in plans {
             let plan = MemoryPlan {
                 logprob_chunk,
@@ -518,10 +528,11 @@ fn memory_plans_train_as_the_plain_pass() {
                     plain.norms[s]
                 );
             }
-            let (worst, scale) = param_gap(&got.params, &plain.params);
+            let gap = l2_gap(&got.params, &plain.params) / update;
+            eprintln!("{name} {plan:?}: update {update:e}, gap/update {gap:e}");
             assert!(
-                worst / scale < 1e-5,
-                "{name} {plan:?}: parameters differ by {worst:e}"
+                update > 0.0 && gap < 1e-4,
+                "{name} {plan:?}: parameters differ by {gap:e} of the update {update:e}"
             );
         }
     }

@@ -80,10 +80,6 @@ impl Default for ArithmeticDemo {
         train.optim.grad_clip = 1.0;
         train.optim.mini_batches = 2;
         train.optim.micro_batch = 128;
-        // Responses run from 2 to 16 tokens: micro-batches grouped by length under a budget of
-        // padded tokens compute on far fewer padding tokens than one of 128 padded to the
-        // longest (same loss and gradients; docs/performance.md, "Faster than TRL").
-        train.optim.micro_batch_tokens = 1024;
         train.checkpoint.every = 20;
         train.checkpoint.keep = 1;
         train.eval.every = 10;
