@@ -82,63 +82,77 @@ fn permuted_and_sliced_views_copy_to_their_logical_order() {
     }
 }
 
+/// (name, the op on rank-`D` tensors, the same op on one element)
+type Case<const D: usize> = (
+    &'static str,
+    fn(Tensor<B, D>, Tensor<B, D>) -> Tensor<B, D>,
+    fn(f32, f32) -> f32,
+);
+
 #[test]
 fn element_wise_ops_of_permuted_and_broadcast_operands() {
-    type Op = fn(f32, f32) -> f32;
-    let ops: [(&str, Op); 4] = [
-        ("add", |a, b| a + b),
-        ("sub", |a, b| a - b),
-        ("mul", |a, b| a * b),
-        ("div", |a, b| a / b),
+    let ops: [Case<4>; 4] = [
+        ("add", |a, b| a + b, |a, b| a + b),
+        ("sub", |a, b| a - b, |a, b| a - b),
+        ("mul", |a, b| a * b, |a, b| a * b),
+        ("div", |a, b| a / b, |a, b| a / b),
     ];
-    let apply = |name: &str, l: Tensor<B, 4>, r: Tensor<B, 4>| match name {
-        "add" => l + r,
-        "sub" => l - r,
-        "mul" => l * r,
-        _ => l / r,
-    };
     let out = [2, 4, 3, 5];
-    for (name, f) in ops {
+    // Every output position `o` (its multi-index in `out`) against `want(o)`.
+    let check = |got: Tensor<B, 4>, want: &dyn Fn(&[usize]) -> f32, what: &str| {
+        for (i, g) in values(got).iter().enumerate() {
+            assert_eq!(*g, want(&unravel(i, &out)), "{what} at {i}");
+        }
+    };
+    for (name, op, f) in ops {
         // permuted lhs, rhs broadcast over dims 0 and 2 (rows of unit stride on both sides)
-        let l = iota([2, 3, 4, 5], 1.0).swap_dims(1, 2);
-        let r = iota([1, 4, 1, 5], 0.5);
-        let got = values(apply(name, l, r));
-        for (i, g) in got.iter().enumerate() {
-            let o = unravel(i, &out);
-            let a = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 1.0);
-            let b = at(&[0, o[1], 0, o[3]], &[1, 4, 1, 5], 0.5);
-            assert_eq!(*g, f(a, b), "{name} at {i}");
-        }
+        check(
+            op(
+                iota([2, 3, 4, 5], 1.0).swap_dims(1, 2),
+                iota([1, 4, 1, 5], 0.5),
+            ),
+            &|o| {
+                let a = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 1.0);
+                f(a, at(&[0, o[1], 0, o[3]], &[1, 4, 1, 5], 0.5))
+            },
+            name,
+        );
         // rhs broadcast along the last dim and over dim 1 (a stride-0 row: one scalar per row)
-        let l = iota([2, 3, 4, 5], 2.0).swap_dims(1, 2);
-        let r = iota([2, 1, 3, 1], 1.0);
-        let got = values(apply(name, l, r));
-        for (i, g) in got.iter().enumerate() {
-            let o = unravel(i, &out);
-            let a = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 2.0);
-            let b = at(&[o[0], 0, o[2], 0], &[2, 1, 3, 1], 1.0);
-            assert_eq!(*g, f(a, b), "{name} (row scalar) at {i}");
-        }
+        check(
+            op(
+                iota([2, 3, 4, 5], 2.0).swap_dims(1, 2),
+                iota([2, 1, 3, 1], 1.0),
+            ),
+            &|o| {
+                let a = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 2.0);
+                f(a, at(&[o[0], 0, o[2], 0], &[2, 1, 3, 1], 1.0))
+            },
+            &format!("{name} (row scalar)"),
+        );
         // the broadcast operand on the left, the permuted one on the right
-        let l = iota([2, 1, 3, 1], 3.0);
-        let r = iota([2, 3, 4, 5], 1.0).swap_dims(1, 2);
-        let got = values(apply(name, l, r));
-        for (i, g) in got.iter().enumerate() {
-            let o = unravel(i, &out);
-            let a = at(&[o[0], 0, o[2], 0], &[2, 1, 3, 1], 3.0);
-            let b = at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 1.0);
-            assert_eq!(*g, f(a, b), "{name} (broadcast lhs) at {i}");
-        }
+        check(
+            op(
+                iota([2, 1, 3, 1], 3.0),
+                iota([2, 3, 4, 5], 1.0).swap_dims(1, 2),
+            ),
+            &|o| {
+                let a = at(&[o[0], 0, o[2], 0], &[2, 1, 3, 1], 3.0);
+                f(a, at(&[o[0], o[2], o[1], o[3]], &[2, 3, 4, 5], 1.0))
+            },
+            &format!("{name} (broadcast lhs)"),
+        );
         // both sides with non-unit inner strides (transposed inner dims)
-        let l = iota([2, 4, 5, 3], 1.0).swap_dims(2, 3);
-        let r = iota([2, 4, 5, 3], 7.0).swap_dims(2, 3);
-        let got = values(apply(name, l, r));
-        for (i, g) in got.iter().enumerate() {
-            let o = unravel(i, &out);
-            let src = [o[0], o[1], o[3], o[2]];
-            let want = f(at(&src, &[2, 4, 5, 3], 1.0), at(&src, &[2, 4, 5, 3], 7.0));
-            assert_eq!(*g, want, "{name} (strided inner) at {i}");
-        }
+        check(
+            op(
+                iota([2, 4, 5, 3], 1.0).swap_dims(2, 3),
+                iota([2, 4, 5, 3], 7.0).swap_dims(2, 3),
+            ),
+            &|o| {
+                let src = [o[0], o[1], o[3], o[2]];
+                f(at(&src, &[2, 4, 5, 3], 1.0), at(&src, &[2, 4, 5, 3], 7.0))
+            },
+            &format!("{name} (strided inner)"),
+        );
     }
 }
 
@@ -210,13 +224,7 @@ fn element_wise_ops_split_across_threads_compute_every_element() {
             assert_eq!(*g, want(i), "{what} at {i}");
         }
     };
-    /// (name, the op on tensors, the same op on one element)
-    type Case = (
-        &'static str,
-        fn(Tensor<B, 1>, Tensor<B, 1>) -> Tensor<B, 1>,
-        fn(f32, f32) -> f32,
-    );
-    let ops: [Case; 7] = [
+    let ops: [Case<1>; 7] = [
         ("mul", |a, b| a * b, |a, b| a * b),
         ("sub", |a, b| a - b, |a, b| a - b),
         ("mul_scalar", |a, _| a.mul_scalar(0.5), |a, _| a * 0.5),

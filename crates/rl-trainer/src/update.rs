@@ -671,45 +671,31 @@ mod tests {
     /// a limit.
     #[test]
     fn micro_batch_plans_list_every_sequence_once_shortest_first_within_limits() {
-        let alphabet = [1usize, 2, 3, 5];
-        let padded = |l: &[usize]| l.len() * l.iter().copied().max().unwrap_or(0);
-        for n in 0..=6usize {
-            for code in 0..alphabet.len().pow(n as u32) {
-                let lengths: Vec<usize> = (0..n)
-                    .map(|i| alphabet[(code / alphabet.len().pow(i as u32)) % alphabet.len()])
-                    .collect();
-                // Shortest first, ties in order: for each length in increasing order, the
-                // indices with that length.
-                let l = &lengths;
-                let by_length: Vec<usize> = (1..=5)
-                    .flat_map(|len| (0..n).filter(move |&i| l[i] == len))
-                    .collect();
-                for max_seqs in [1, 2, 3, 8] {
-                    for max_tokens in [0, 4, 6, 10] {
-                        let plan = micro_batch_plan(&lengths, max_seqs, max_tokens);
-                        let fits = |s: &[usize]| {
-                            let l: Vec<usize> = s.iter().map(|&i| lengths[i]).collect();
-                            l.len() <= max_seqs
-                                && (max_tokens == 0 || l.len() == 1 || padded(&l) <= max_tokens)
-                        };
-                        let flat: Vec<usize> = plan.concat();
-                        let want: Vec<usize> = if max_tokens == 0 {
-                            (0..n).collect()
-                        } else {
-                            by_length.clone()
-                        };
-                        assert_eq!(flat, want, "{lengths:?} → {plan:?}");
-                        for (k, part) in plan.iter().enumerate() {
-                            assert!(!part.is_empty() && fits(part), "{lengths:?} → {plan:?}");
-                            if let Some(next) = plan.get(k + 1) {
-                                let grown = [part.as_slice(), &next[..1]].concat();
-                                assert!(!fits(&grown), "{lengths:?} → {plan:?}");
-                            }
-                        }
-                    }
+        every_small_case(|lengths, max_seqs, max_tokens| {
+            let n = lengths.len();
+            let plan = micro_batch_plan(lengths, max_seqs, max_tokens);
+            let fits = |s: &[usize]| {
+                let l: Vec<usize> = s.iter().map(|&i| lengths[i]).collect();
+                fits_limits(&l, max_seqs, max_tokens)
+            };
+            // Shortest first, ties in order: for each length in increasing order, the indices
+            // with that length.
+            let want: Vec<usize> = if max_tokens == 0 {
+                (0..n).collect()
+            } else {
+                (1..=5)
+                    .flat_map(|len| (0..n).filter(move |&i| lengths[i] == len))
+                    .collect()
+            };
+            assert_eq!(plan.concat(), want, "{lengths:?} → {plan:?}");
+            for (k, part) in plan.iter().enumerate() {
+                assert!(!part.is_empty() && fits(part), "{lengths:?} → {plan:?}");
+                if let Some(next) = plan.get(k + 1) {
+                    let grown = [part.as_slice(), &next[..1]].concat();
+                    assert!(!fits(&grown), "{lengths:?} → {plan:?}");
                 }
             }
-        }
+        });
     }
 
     /// Every list of up to 6 lengths from {1, 2, 3, 5}, every cap and budget: the ranges tile
@@ -718,8 +704,26 @@ mod tests {
     /// would break a limit (the greedy partition, stated independently of the code).
     #[test]
     fn micro_batches_tile_respect_the_limits_and_are_maximal() {
+        every_small_case(|lengths, max_seqs, max_tokens| {
+            let n = lengths.len();
+            let fits = |s: &[usize]| fits_limits(s, max_seqs, max_tokens);
+            let mut next = 0;
+            for range in &micro_batches(lengths, max_seqs, max_tokens) {
+                assert_eq!(range.start, next, "{lengths:?}");
+                assert!(!range.is_empty() && fits(&lengths[range.clone()]));
+                if range.end < n {
+                    assert!(!fits(&lengths[range.start..range.end + 1]));
+                }
+                next = range.end;
+            }
+            assert_eq!(next, n);
+        });
+    }
+
+    /// `f(lengths, max_seqs, max_tokens)` for every list of up to 6 lengths from {1, 2, 3, 5},
+    /// every cap in {1, 2, 3, 8} and every budget in {0, 4, 6, 10}.
+    fn every_small_case(mut f: impl FnMut(&[usize], usize, usize)) {
         let alphabet = [1usize, 2, 3, 5];
-        let padded = |l: &[usize]| l.len() * l.iter().copied().max().unwrap_or(0);
         for n in 0..=6usize {
             for code in 0..alphabet.len().pow(n as u32) {
                 let lengths: Vec<usize> = (0..n)
@@ -727,24 +731,18 @@ mod tests {
                     .collect();
                 for max_seqs in [1, 2, 3, 8] {
                     for max_tokens in [0, 4, 6, 10] {
-                        let r = micro_batches(&lengths, max_seqs, max_tokens);
-                        let fits = |s: &[usize]| {
-                            s.len() <= max_seqs
-                                && (max_tokens == 0 || s.len() == 1 || padded(s) <= max_tokens)
-                        };
-                        let mut next = 0;
-                        for range in &r {
-                            assert_eq!(range.start, next, "{lengths:?}");
-                            assert!(!range.is_empty() && fits(&lengths[range.clone()]));
-                            if range.end < n {
-                                assert!(!fits(&lengths[range.start..range.end + 1]));
-                            }
-                            next = range.end;
-                        }
-                        assert_eq!(next, n);
+                        f(&lengths, max_seqs, max_tokens);
                     }
                 }
             }
         }
+    }
+
+    /// Whether sequences of lengths `l` may form one micro-batch: at most `max_seqs` of them
+    /// and, with a budget, at most `max_tokens` padded tokens (rows × the longest), unless
+    /// there is a single sequence.
+    fn fits_limits(l: &[usize], max_seqs: usize, max_tokens: usize) -> bool {
+        let padded = l.len() * l.iter().copied().max().unwrap_or(0);
+        l.len() <= max_seqs && (max_tokens == 0 || l.len() == 1 || padded <= max_tokens)
     }
 }
