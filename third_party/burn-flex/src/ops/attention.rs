@@ -383,6 +383,10 @@ trait FlashGemm: Float + Pod + Copy + core::ops::AddAssign {
     /// # Safety
     /// All pointers must be valid for the given dimensions and strides.
     unsafe fn block_gemm(args: BlockGemmArgs<Self>);
+
+    /// rlvr patch: `row[i] = e^(row[i] - max)`, returning the row's sum; for f32 through the
+    /// vectorised `exp` of `vexp` (upstream: the C library's `exp` per element).
+    fn exp_shifted_sum(row: &mut [Self], max: Self) -> Self;
 }
 
 /// Arguments for a block matrix multiply: dst = alpha * dst + beta * (lhs @ rhs).
@@ -405,7 +409,7 @@ struct BlockGemmArgs<T> {
 }
 
 macro_rules! impl_flash_gemm {
-    ($ty:ty) => {
+    ($ty:ty, $exp_shifted_sum:expr) => {
         impl FlashGemm for $ty {
             unsafe fn block_gemm(a: BlockGemmArgs<Self>) {
                 unsafe {
@@ -432,12 +436,23 @@ macro_rules! impl_flash_gemm {
                     );
                 }
             }
+
+            fn exp_shifted_sum(row: &mut [Self], max: Self) -> Self {
+                $exp_shifted_sum(row, max)
+            }
         }
     };
 }
 
-impl_flash_gemm!(f32);
-impl_flash_gemm!(f64);
+impl_flash_gemm!(f32, crate::ops::vexp::exp_shifted_sum);
+impl_flash_gemm!(f64, |row: &mut [f64], max: f64| {
+    let mut sum = 0.0;
+    for s in row.iter_mut() {
+        *s = (*s - max).exp();
+        sum += *s;
+    }
+    sum
+});
 
 /// Scratch buffers reused across (batch, head) pairs to avoid per-head allocation.
 struct ScratchBuffers<T> {
@@ -583,12 +598,7 @@ fn flash_attention_head<T: FlashGemm>(
                 tile_max
             };
 
-            let mut tile_sum = T::zero();
-            for score in score_row.iter_mut() {
-                let e = (*score - new_max).exp();
-                *score = e;
-                tile_sum += e;
-            }
+            let tile_sum = T::exp_shifted_sum(score_row, new_max); // rlvr patch
 
             let correction = if row_max[qi] == neg_inf {
                 T::zero()
@@ -890,12 +900,7 @@ fn naive_attention_head<T: FlashGemm>(
             continue;
         }
 
-        let mut sum = T::zero();
-        for s in row.iter_mut() {
-            let e = (*s - row_max).exp();
-            *s = e;
-            sum += e;
-        }
+        let sum = T::exp_shifted_sum(row, row_max); // rlvr patch
 
         let inv_sum = T::one() / sum;
         for s in row.iter_mut() {

@@ -190,4 +190,5 @@ pub mod slice;
 pub mod sort;
 mod transaction;
 pub mod unary;
+pub(crate) mod vexp; // rlvr patch
 pub mod unfold;

@@ -163,6 +163,10 @@ where
 
 /// Exponential: e^x
 pub fn exp(tensor: FlexTensor) -> FlexTensor {
+    // rlvr patch: f32 through the vectorised kernel of `vexp`
+    if tensor.dtype() == DType::F32 {
+        return crate::ops::vexp::unary_f32(tensor, crate::ops::vexp::exp_inplace);
+    }
     unary_op(tensor, |x| x.exp(), |x| x.exp())
 }
 
