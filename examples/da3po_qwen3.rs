@@ -143,6 +143,7 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     let args = Args::parse();
     run_or_exit(args.backend, Job(args.clone()));
 }

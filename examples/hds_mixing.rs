@@ -77,6 +77,7 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     let args = Args::parse();
 
     // 1. The experiment: defaults of rl-datamix (model, LM training, domains, HDS/ODM settings).

@@ -49,6 +49,7 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     let cli = Cli::parse();
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();

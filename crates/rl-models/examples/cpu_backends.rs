@@ -85,6 +85,7 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     println!(
         "threads: {} (rayon)\n\n| backend | demo train (ms) | demo generate (ms) | 0.6B layer train (ms) |\n|---|---|---|---|",
         std::thread::available_parallelism()

@@ -52,6 +52,7 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     let vocab = arg("--vocab", 151_936);
     let (b, p, r) = (
         arg("--batch", 8),

@@ -77,6 +77,7 @@ fn training(m: usize, inp: usize, out: usize, transposed: bool) -> f64 {
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     println!("| mode | in → out | m | x Wᵀ GFLOP/s | (W xᵀ)ᵀ GFLOP/s |");
     println!("|---|---|---|---|---|");
     let shapes = [(1024, 3072), (3072, 1024), (1024, 151_936)];

@@ -71,6 +71,7 @@ pub mod gguf;
 pub mod logprobs;
 pub mod qwen3;
 pub mod safetensors_io;
+pub mod threads;
 pub mod tokenizer;
 
 pub use error::{ModelError, TokenizerError};

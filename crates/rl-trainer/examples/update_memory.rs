@@ -117,6 +117,7 @@ fn parse() -> Result<Args, String> {
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
