@@ -11,6 +11,7 @@ Cases (random weights, f32):
   decode   P-token prompts, N new tokens each, greedy, KV cache, batch B    -> new tokens/s
 
   python3 tools/bench_qwen3.py                 # tiny config
+  python3 tools/bench_qwen3.py --config embedded  # the side-by-side job's model
   python3 tools/bench_qwen3.py --config 0.6b   # Qwen3-0.6B shapes (slow: ~30 min on 2 cores)
   python3 tools/bench_qwen3.py --only torch    # one side only
   python3 tools/bench_qwen3.py --torch-alloc glibc,mimalloc-tuned --rounds 3 --out FILE.jsonl
@@ -47,6 +48,10 @@ CONFIGS = {
     "tiny": dict(vocab_size=4096, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                  num_attention_heads=4, num_key_value_heads=2, head_dim=16,
                  max_position_embeddings=1024, rope_theta=1e6, tie_word_embeddings=True),
+    # the embedded task's model (rl-trainer's demo task; tools/trl_side_by_side trains it)
+    "embedded": dict(vocab_size=22, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                     num_attention_heads=8, num_key_value_heads=4, head_dim=32,
+                     max_position_embeddings=1024, rope_theta=1e6, tie_word_embeddings=True),
     # Qwen3Config::qwen3_0_6b()
     "0.6b": dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072,
                  num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=8,
@@ -63,6 +68,13 @@ CASES = {
         ("decode", 8, 16, 64, 3),
         ("decode", 1, 16, 512, 3),
         ("decode", 8, 16, 512, 3),
+    ],
+    # the side-by-side job's update: 256 sequences of about 12 tokens ("97+3=" and a
+    # 5-6-token answer), one batch; and its rollout: 256 prompts, 6 new tokens
+    "embedded": [
+        ("forward", 256, 12, 0, 5),
+        ("train", 256, 12, 0, 5),
+        ("decode", 256, 6, 6, 5),
     ],
     "0.6b": [
         ("forward", 4, 128, 0, 3),

@@ -3,7 +3,7 @@
 //! `flex`) and for `scripts/gpu-check.sh` (CUDA, f32 and bf16).
 //!
 //! ```text
-//! cargo run --release -p rl-models --example qwen3_bench -- --config tiny|0.6b \
+//! cargo run --release -p rl-models --example qwen3_bench -- --config tiny|embedded|0.6b \
 //!     --case forward|train|decode|init --batch B [--seq T] [--prompt P --new-tokens N] \
 //!     [--repeats R] [--backend cpu|wgpu|cuda] [--dtype f32|bf16]
 //! ```
@@ -77,13 +77,22 @@ fn parse() -> Args {
     a
 }
 
-/// The configs compared: `tiny` (the tiny preset with a 4096-token vocabulary) and Qwen3-0.6B
-/// shapes.
+/// The configs compared: `tiny` (the tiny preset with a 4096-token vocabulary), `embedded` (the
+/// shape of the embedded task's model, the one `tools/trl_side_by_side` trains: hidden 256, 2
+/// layers, 8/4 heads of 32, MLP 512, a 22-token vocabulary) and Qwen3-0.6B shapes.
 fn config(name: &str) -> Qwen3Config {
     match name {
         "tiny" => Qwen3Config::tiny(4096),
+        "embedded" => Qwen3Config {
+            hidden_size: 256,
+            intermediate_size: 512,
+            num_attention_heads: 8,
+            num_key_value_heads: 4,
+            head_dim: 32,
+            ..Qwen3Config::tiny(22)
+        },
         "0.6b" => Qwen3Config::qwen3_0_6b(),
-        other => panic!("unknown config {other} (tiny or 0.6b)"),
+        other => panic!("unknown config {other} (tiny, embedded or 0.6b)"),
     }
 }
 
@@ -132,6 +141,7 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 
 fn main() {
     rl_models::allocator::tune_for_tensors();
+    rl_models::threads::join_compute_pool();
     let a = parse();
     if let Some(dir) = &a.save {
         let model: Qwen3<Flex> = config(&a.config)
