@@ -275,7 +275,12 @@ fn vectorised_exp_and_sigmoid_are_within_their_error_bounds_of_f64() {
     let xs = sweep(n, -110.0, 95.0);
     let dev = Default::default();
     // (name, the op, its f64 reference, the bound in ulp)
-    type Unary = (&'static str, fn(Tensor<B, 1>) -> Tensor<B, 1>, fn(f32) -> f64, f64);
+    type Unary = (
+        &'static str,
+        fn(Tensor<B, 1>) -> Tensor<B, 1>,
+        fn(f32) -> f64,
+        f64,
+    );
     let cases: [Unary; 2] = [
         ("exp", |t| t.exp(), |x| f64::from(x).exp(), 3.0),
         (

@@ -12,10 +12,15 @@ fn the_calling_thread_becomes_worker_zero_and_operations_still_compute() {
         "builds the global pool"
     );
     assert_eq!(rayon::current_thread_index(), Some(0), "worker 0 after");
+    let expected = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     assert_eq!(
         rayon::current_num_threads(),
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
-        "rayon's default size, this thread counted"
+        expected,
+        "rayon's default size (RAYON_NUM_THREADS, else one per core), this thread counted"
     );
     assert!(
         !rl_models::threads::join_compute_pool(),
