@@ -29,14 +29,19 @@ pub(crate) const ELEMENTWISE_CHUNK: usize = 16 * 1024;
 /// rlvr patch: `f` on every element of `data`, in place (parallel from
 /// [`ELEMENTWISE_PARALLEL_THRESHOLD`]).
 pub(crate) fn map_inplace<E: Send, F: Fn(&mut E) + Sync + Send>(data: &mut [E], f: F) {
+    chunks_inplace(data, |c| c.iter_mut().for_each(&f));
+}
+
+/// rlvr patch: `f` on `data` as a whole, or, from [`ELEMENTWISE_PARALLEL_THRESHOLD`] elements
+/// on, on its chunks of [`ELEMENTWISE_CHUNK`] in parallel (for kernels that take a slice).
+pub(crate) fn chunks_inplace<E: Send, F: Fn(&mut [E]) + Sync + Send>(data: &mut [E], f: F) {
     #[cfg(feature = "rayon")]
     if data.len() >= ELEMENTWISE_PARALLEL_THRESHOLD {
         use rayon::prelude::*;
-        data.par_chunks_mut(ELEMENTWISE_CHUNK)
-            .for_each(|c| c.iter_mut().for_each(&f));
+        data.par_chunks_mut(ELEMENTWISE_CHUNK).for_each(f);
         return;
     }
-    data.iter_mut().for_each(f);
+    f(data);
 }
 
 /// rlvr patch: `f(a[i], b[i])` written to `a[i]` (parallel from

@@ -36,7 +36,7 @@ const P5: f32 = 5.000_000_1e-1;
 
 /// `e^x` for one f32, branch-free (selects only), inlined into the slice loops.
 #[inline(always)]
-pub(crate) fn exp_core(x: f32) -> f32 {
+fn exp_core(x: f32) -> f32 {
     let xc = x.max(MIN_X).min(MAX_X);
     let t = xc * LOG2E + SHIFTER;
     let n = t - SHIFTER;
@@ -57,7 +57,7 @@ pub(crate) fn exp_core(x: f32) -> f32 {
 /// `1 / (1 + e^-x)`, computed as upstream's `sigmoid_f32` does (`1 / (1 + e^-x)` for x ≥ 0,
 /// `e^x / (1 + e^x)` below) with a single `e^-|x|`.
 #[inline(always)]
-pub(crate) fn sigmoid_core(x: f32) -> f32 {
+fn sigmoid_core(x: f32) -> f32 {
     let e = exp_core(-x.abs());
     let d = 1.0 + e;
     if x >= 0.0 { 1.0 / d } else { e / d }
@@ -115,7 +115,7 @@ pub(crate) fn exp_shifted_sum(row: &mut [f32], max: f32) -> f32 {
 
 /// `kernel` over every element of an f32 tensor: in place when the tensor is uniquely owned and
 /// contiguous, otherwise into a new contiguous tensor. Large tensors are split across rayon's
-/// threads in chunks of [`super::ELEMENTWISE_CHUNK`].
+/// threads ([`super::chunks_inplace`]).
 pub(crate) fn unary_f32(
     tensor: crate::FlexTensor,
     kernel: fn(&mut [f32]),
@@ -145,13 +145,6 @@ pub(crate) fn unary_f32(
         }
     };
     let n = tensor.layout().num_elements();
-    let data: &mut [f32] = &mut tensor.storage_mut()[..n];
-    #[cfg(feature = "rayon")]
-    if n >= super::ELEMENTWISE_PARALLEL_THRESHOLD {
-        use rayon::prelude::*;
-        data.par_chunks_mut(super::ELEMENTWISE_CHUNK).for_each(kernel);
-        return tensor;
-    }
-    kernel(data);
+    super::chunks_inplace(&mut tensor.storage_mut::<f32>()[..n], kernel);
     tensor
 }
