@@ -251,13 +251,17 @@ mod tests {
     /// size writes every file of the run folder.
     #[test]
     fn tiny_experiment_writes_the_run_folder() {
-        let dir = std::env::temp_dir().join(format!("rlvr-mixing-{}", std::process::id()));
+        let tmpdir = tempfile::Builder::new()
+            .prefix("rlvr-mixing-")
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let cfg = ExperimentConfig::tiny();
         let mut log = Vec::new();
         let s = run_experiment::<Autodiff<Flex>>(
             &cfg,
             Path::new("."),
-            &dir,
+            dir,
             &Default::default(),
             &mut log,
         )

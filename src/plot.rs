@@ -318,8 +318,11 @@ mod tests {
 
     #[test]
     fn writes_a_png_with_two_panels() {
-        let dir = std::env::temp_dir().join(format!("rlvr-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmpdir = tempfile::Builder::new()
+            .prefix("rlvr-plot-")
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let path = dir.join("p.png");
         let a = Panel::new("a", "step", "y").with_series(
             Series::new("s", vec![(0.0, 1.0), (1.0, 2.0), (2.0, 1.5)]).with_band(vec![

@@ -12,11 +12,12 @@ fn rlvr() -> Command {
     c
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rlvr-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh temporary folder `rlvr-cli-<name>-<random>`, removed when dropped.
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("rlvr-cli-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// α−(0.1, 8) = 1/(1 − 0.9^7) = 1/0.5217031 = 1.916799 (DA3PO Corollary 3.2: ≈ 1.92).
@@ -120,7 +121,8 @@ fn latest_step(out: &Path) -> Option<usize> {
 #[test]
 fn sigkill_then_resume_reproduces_the_uninterrupted_run() {
     let steps = 12;
-    let dir = tmp("kill");
+    let tmpdir = tmp("kill");
+    let dir = tmpdir.path();
     let demo = dir.join("demo.toml");
     std::fs::write(&demo, DEMO).unwrap();
     let (full, killed) = (dir.join("full"), dir.join("killed"));
@@ -189,7 +191,8 @@ fn sigkill_then_resume_reproduces_the_uninterrupted_run() {
 /// checkpoints, and the run resumes from them with 2 workers, then with 1.
 #[test]
 fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
-    let dir = tmp("workers");
+    let tmpdir = tmp("workers");
+    let dir = tmpdir.path();
     let demo = dir.join("demo.toml");
     std::fs::write(&demo, DEMO).unwrap();
     let out = dir.join("run");
@@ -234,7 +237,8 @@ fn two_local_workers_write_one_metrics_line_per_step_and_resume() {
 /// field, exit code 2.
 #[test]
 fn workers_with_asynchronous_rollouts_are_refused() {
-    let dir = tmp("workers-async");
+    let tmpdir = tmp("workers-async");
+    let dir = tmpdir.path();
     let demo = dir.join("demo.toml");
     std::fs::write(&demo, DEMO).unwrap();
     let cfg = dir.join("run.toml");
@@ -311,13 +315,20 @@ fn single_chunked_run(dir: &Path, demo: &Path) -> Vec<serde_json::Value> {
 /// and config of the same run for the workers to reproduce (`two`).
 fn single_run_then_second_config(
     name: &str,
-) -> (PathBuf, Vec<serde_json::Value>, PathBuf, PathBuf) {
-    let dir = tmp(name);
+) -> (
+    tempfile::TempDir,
+    PathBuf,
+    Vec<serde_json::Value>,
+    PathBuf,
+    PathBuf,
+) {
+    let tmpdir = tmp(name);
+    let dir = tmpdir.path();
     let demo = dir.join("demo.toml");
     std::fs::write(&demo, DEMO).unwrap();
-    let one = single_chunked_run(&dir, &demo);
-    let (out, cfg) = chunked_config(&dir, "two", 4);
-    (demo, one, out, cfg)
+    let one = single_chunked_run(dir, &demo);
+    let (out, cfg) = chunked_config(dir, "two", 4);
+    (tmpdir, demo, one, out, cfg)
 }
 
 /// 2 workers generate exactly the rollouts 1 worker generates ([`chunked_config`]); dynamic
@@ -325,7 +336,7 @@ fn single_run_then_second_config(
 /// the whole-batch one up to f32 summation order. So every metric of a 4-step run matches.
 #[test]
 fn two_local_workers_reproduce_the_single_worker_run() {
-    let (demo, one, out, cfg) = single_run_then_second_config("workers-equal");
+    let (_tmpdir, demo, one, out, cfg) = single_run_then_second_config("workers-equal");
     let mut c = rlvr();
     c.args(["train", "--workers", "2", "--demo"])
         .arg(&demo)
@@ -418,7 +429,7 @@ fn wait_for(child: &mut Reaped, limit: Duration) -> (std::process::ExitStatus, S
 /// (with the fixes of third_party/PATCHED.md).
 #[test]
 fn two_worker_processes_reproduce_the_single_worker_run() {
-    let (demo, one, out, cfg) = single_run_then_second_config("processes-equal");
+    let (_tmpdir, demo, one, out, cfg) = single_run_then_second_config("processes-equal");
     let (_orch, port) = orchestrator();
     let mut workers: Vec<Reaped> = (0..2)
         .map(|r| worker_process(&demo, &cfg, r, port, 60))
@@ -434,10 +445,11 @@ fn two_worker_processes_reproduce_the_single_worker_run() {
 /// an error naming its rank.
 #[test]
 fn a_killed_worker_process_makes_the_other_exit_non_zero_within_the_timeout() {
-    let dir = tmp("processes-kill");
+    let tmpdir = tmp("processes-kill");
+    let dir = tmpdir.path();
     let demo = dir.join("demo.toml");
     std::fs::write(&demo, DEMO).unwrap();
-    let (out, cfg) = chunked_config(&dir, "run", 100_000);
+    let (out, cfg) = chunked_config(dir, "run", 100_000);
     let (_orch, port) = orchestrator();
     let timeout_s = 5;
     let mut rank0 = worker_process(&demo, &cfg, 0, port, timeout_s);
@@ -511,10 +523,11 @@ fn study_toml(dir: &Path, seeds: &str) -> String {
 /// which the report then lists as missing.
 #[test]
 fn study_runs_resumes_and_reports_every_planned_run() {
-    let dir = tmp("study");
+    let tmpdir = tmp("study");
+    let dir = tmpdir.path();
     std::fs::write(dir.join("demo.toml"), STUDY_DEMO).unwrap();
     let cfg = dir.join("study.toml");
-    std::fs::write(&cfg, study_toml(&dir, "[0, 1]")).unwrap();
+    std::fs::write(&cfg, study_toml(dir, "[0, 1]")).unwrap();
     let report = dir.join("results.md");
     std::fs::write(&report, "# Results\n\nkept text\n").unwrap();
     let out = rlvr()
@@ -542,7 +555,7 @@ fn study_runs_resumes_and_reports_every_planned_run() {
     assert!(dir.join("img/study_ablation.png").exists());
     assert!(dir.join("img/study_theorem.png").exists());
     // Second sitting: one more seed, no time to start it.
-    std::fs::write(&cfg, study_toml(&dir, "[0, 1, 2]")).unwrap();
+    std::fs::write(&cfg, study_toml(dir, "[0, 1, 2]")).unwrap();
     let out = rlvr()
         .args(["study", "--time-limit-min", "0", "--config"])
         .arg(&cfg)

@@ -176,8 +176,11 @@ fn verdicts() {
 /// the binning (which needs G ≥ 2).
 #[test]
 fn bad_probe_records_are_errors_naming_the_record() {
-    let dir = std::env::temp_dir().join(format!("rlvr-study-probe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmpdir = tempfile::Builder::new()
+        .prefix("rlvr-study-probe-")
+        .tempdir()
+        .unwrap();
+    let dir = tmpdir.path();
     let good = serde_json::to_string(&rec(3, &[true, false], true, &[1.0, -1.0])).unwrap();
     for (bad, why) in [
         (rec(3, &[], false, &[]), "0 responses"),

@@ -404,10 +404,13 @@ mod tests {
 
     /// A tiny random Qwen3 with the arithmetic task's tokenizer, a data file of `rows` (raw JSON
     /// lines) and a config for them: `{problem}=` without the chat template, answers in `answer`.
-    fn setup(name: &str, rows: &[String]) -> (PathBuf, EvalArgs) {
-        let dir = std::env::temp_dir().join(format!("rlvr-eval-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+    /// The folder is removed when the returned guard drops.
+    fn setup(name: &str, rows: &[String]) -> (tempfile::TempDir, EvalArgs) {
+        let tmpdir = tempfile::Builder::new()
+            .prefix(&format!("rlvr-eval-{name}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let tok = ArithmeticTask::tokenizer().unwrap();
         let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
         mc.eos_token_id = end_token_ids(&tok);
@@ -442,7 +445,7 @@ mod tests {
             out: dir.join("out"),
             backend: BackendKind::Cpu,
         };
-        (dir, args)
+        (tmpdir, args)
     }
 
     fn rows(n: usize) -> Vec<String> {
@@ -530,7 +533,9 @@ mod tests {
                 .collect();
         assert_eq!(ids, BTreeSet::from([0, 2]));
 
-        let (dir, args) = setup("bad-engine", &rows(2));
+        let (tmpdir, args) = setup("bad-engine", &rows(2));
+
+        let dir = tmpdir.path();
         let cfg = std::fs::read_to_string(dir.join("eval.toml")).unwrap()
             + "[rollout.engine]\nkind = \"sglang\"\nurl = \"http://127.0.0.1:9\"\ntimeout_s = 2.0\nmax_retries = 0\n";
         std::fs::write(dir.join("eval.toml"), cfg).unwrap();
@@ -551,7 +556,8 @@ mod tests {
     /// sampling) and the same avg@4.
     #[test]
     fn rlvr_eval_on_a_checkpoint_reproduces_the_trainers_evaluation() {
-        let (dir, mut args) = setup("parity", &rows(6));
+        let (tmpdir, mut args) = setup("parity", &rows(6));
+        let dir = tmpdir.path();
         let run = dir.join("run");
         let data = dir.join("data.jsonl");
         std::fs::write(
@@ -620,8 +626,9 @@ mod tests {
             serde_json::json!({"question": "1+1", "answer": "so 2\n#### 2"}).to_string(),
             serde_json::json!({"question": "2+3", "answer": "#### 5"}).to_string(),
         ];
-        let (dir, mut args) = setup("gsm8k", &gsm);
-        template_only(&dir);
+        let (tmpdir, mut args) = setup("gsm8k", &gsm);
+        let dir = tmpdir.path();
+        template_only(dir);
         args.preset = Some("gsm8k".into());
         args.k = Some(2);
         let (code, table, err) = crate::cli::run_captured("", |io| run(args.clone(), io));
@@ -635,8 +642,9 @@ mod tests {
             })
             .to_string(),
         ];
-        let (dir, mut args) = setup("math500", &math);
-        template_only(&dir);
+        let (tmpdir, mut args) = setup("math500", &math);
+        let dir = tmpdir.path();
+        template_only(dir);
         args.preset = Some("math500".into());
         args.k = Some(2);
         let (code, table, err) = crate::cli::run_captured("", |io| run(args.clone(), io));

@@ -167,9 +167,11 @@ mod tests {
     /// with `Answer:` no longer special; the model folder loads.
     #[test]
     fn exported_files_are_the_embedded_job() {
-        let dir = std::env::temp_dir().join(format!("rlvr-export-demo-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmpdir = tempfile::Builder::new()
+            .prefix("rlvr-export-demo-")
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let demo_toml = dir.join("demo.toml");
         std::fs::write(
             &demo_toml,

@@ -192,15 +192,20 @@ mod tests {
     const ALPHABET: &str = "0123456789+= ";
 
     /// A tiny random model with a char-level tokenizer (14 + 2 specials + unk = 16 ids).
-    fn tiny(name: &str) -> (PathBuf, Qwen3<Flex>, Tokenizer) {
-        let dir = std::env::temp_dir().join(format!("rlvr-generate-{}-{name}", std::process::id()));
+    /// Saved into a temporary folder, removed when the returned guard drops.
+    fn tiny(name: &str) -> (tempfile::TempDir, Qwen3<Flex>, Tokenizer) {
+        let tmpdir = tempfile::Builder::new()
+            .prefix(&format!("rlvr-generate-{name}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let tok = Tokenizer::char_level(ALPHABET, &["<|endoftext|>", "<|im_end|>"]).unwrap();
         let model = Qwen3Config::tiny(tok.num_defined_ids() + 4)
             .init_seeded::<Flex>(11, &Default::default())
             .unwrap();
-        model.save(&dir).unwrap();
+        model.save(dir).unwrap();
         tok.save(dir.join("tokenizer.json")).unwrap();
-        (dir, model, tok)
+        (tmpdir, model, tok)
     }
 
     fn args(dir: &std::path::Path) -> GenerateArgs {
@@ -228,7 +233,8 @@ mod tests {
 
     #[test]
     fn greedy_ids_and_text_match_the_library() {
-        let (dir, model, tok) = tiny("greedy");
+        let (tmpdir, model, tok) = tiny("greedy");
+        let dir = tmpdir.path();
         let prompt = tok.encode("12+3=").unwrap();
         let want = generate(
             &model,
@@ -242,7 +248,7 @@ mod tests {
         let (code, out, err) = run_with(GenerateArgs {
             tokenizer: Some(dir.join("tokenizer.json")),
             prompt: Some("12+3=".into()),
-            ..args(&dir)
+            ..args(dir)
         });
         assert_eq!(code, EXIT_OK, "{err}");
         let v: Value = serde_json::from_str(out.trim()).unwrap();
@@ -255,19 +261,20 @@ mod tests {
         // the same prompt as ids, without a tokenizer: no text, ids over the full vocabulary
         let (code, out, _) = run_with(GenerateArgs {
             ids: Some(prompt.clone()),
-            ..args(&dir)
+            ..args(dir)
         });
         assert_eq!(code, EXIT_OK);
         let v: Value = serde_json::from_str(out.trim()).unwrap();
         let full = generate(&model, &[prompt], &GenerationConfig::greedy(6)).unwrap();
         assert_eq!(v["new_ids"], json!(full[0].tokens));
         assert!(v.get("text").is_none());
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn sampling_is_seeded_and_stop_ids_end_the_sample() {
-        let (dir, _, _) = tiny("sample");
+        let (tmpdir, _, _) = tiny("sample");
+        let dir = tmpdir.path();
         let sample = |seed| {
             let (code, out, _) = run_with(GenerateArgs {
                 ids: Some(vec![1, 2, 3]),
@@ -275,7 +282,7 @@ mod tests {
                 top_p: 0.9,
                 seed,
                 max_new_tokens: 12,
-                ..args(&dir)
+                ..args(dir)
             });
             assert_eq!(code, EXIT_OK);
             serde_json::from_str::<Value>(out.trim()).unwrap()
@@ -288,36 +295,37 @@ mod tests {
             top_p: 0.9,
             seed: 5,
             stop_ids: Some(vec![first]),
-            ..args(&dir)
+            ..args(dir)
         });
         let v: Value = serde_json::from_str(out.trim()).unwrap();
         assert_eq!(v["new_ids"], json!([first]));
         assert_eq!(v["finish_reason"], json!("stop"));
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn bad_arguments_exit_2() {
-        let (dir, _, _) = tiny("bad");
+        let (tmpdir, _, _) = tiny("bad");
+        let dir = tmpdir.path();
         let (code, _, err) = run_with(GenerateArgs {
             prompt: Some("1+1".into()),
-            ..args(&dir)
+            ..args(dir)
         });
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(err.contains("--tokenizer"), "{err}");
         let (code, _, err) = run_with(GenerateArgs {
             ids: Some(vec![1, 999]),
-            ..args(&dir)
+            ..args(dir)
         });
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(err.contains("999"), "{err}");
         let (code, _, err) = run_with(GenerateArgs {
             ids: Some(vec![1]),
             top_p: 0.0,
-            ..args(&dir)
+            ..args(dir)
         });
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(err.contains("top_p"), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -109,8 +109,11 @@ mod tests {
 
     #[test]
     fn runs_a_tiny_config_and_rejects_bad_ones() {
-        let dir = std::env::temp_dir().join(format!("rlvr-mix-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmpdir = tempfile::Builder::new()
+            .prefix("rlvr-mix-cli-")
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let cfg = dir.join("tiny.toml");
         let mut tiny = ExperimentConfig::tiny();
         tiny.seeds = vec![0];

@@ -131,13 +131,18 @@ mod tests {
     use burn::backend::Flex;
     use rl_models::Qwen3Config;
 
-    fn tiny_model_dir(name: &str) -> (PathBuf, Qwen3<Flex>) {
-        let dir = std::env::temp_dir().join(format!("rlvr-score-{}-{name}", std::process::id()));
+    /// Saved into a temporary folder, removed when the returned guard drops.
+    fn tiny_model_dir(name: &str) -> (tempfile::TempDir, Qwen3<Flex>) {
+        let tmpdir = tempfile::Builder::new()
+            .prefix(&format!("rlvr-score-{name}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let model = Qwen3Config::tiny(32)
             .init_seeded::<Flex>(3, &Default::default())
             .unwrap();
-        model.save(&dir).unwrap();
-        (dir, model)
+        model.save(dir).unwrap();
+        (tmpdir, model)
     }
 
     fn run_with(args: ScoreArgs, input: &str) -> (i32, String, String) {
@@ -146,12 +151,13 @@ mod tests {
 
     #[test]
     fn scores_lines_and_reports_bad_ones() {
-        let (dir, model) = tiny_model_dir("lines");
+        let (tmpdir, model) = tiny_model_dir("lines");
+        let dir = tmpdir.path();
         let input =
             "{\"ids\": [1, 5, 9, 2]}\nnot json\n{\"ids\": [1, 99]}\n{\"ids\": [7]}\n{\"x\": 1}\n";
         let (code, out, err) = run_with(
             ScoreArgs {
-                model: dir.clone(),
+                model: dir.to_path_buf(),
                 backend: BackendKind::Cpu,
             },
             input,
@@ -191,7 +197,7 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("line 5: field `ids`"), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

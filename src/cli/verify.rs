@@ -502,8 +502,11 @@ mod tests {
 
     #[test]
     fn config_file_selects_and_configures() {
-        let dir = std::env::temp_dir().join(format!("rlvr-verify-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmpdir = tempfile::Builder::new()
+            .prefix("rlvr-verify-")
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let path = dir.join("v.toml");
         std::fs::write(&path, "name = \"dapo\"\nstrict_box = true\n").unwrap();
         let a = VerifyArgs {
@@ -524,7 +527,7 @@ mod tests {
         let (code, _, err) = run_with(a, input);
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(err.contains("contradicts"), "{err}");
-        std::fs::remove_dir_all(&dir).ok();
+        std::fs::remove_dir_all(dir).ok();
     }
     /// False (with the reason on stderr) where the sandbox cannot run here, outside CI.
     fn sandbox_available() -> bool {
@@ -559,8 +562,11 @@ mod tests {
             r#"{"response": "```python\nwhile True:\n    pass\n```", "answer": [{"input": "", "output": "1"}]}"#.to_string(),
         ];
         let input = lines.join("\n") + "\n";
-        let dir = std::env::temp_dir().join(format!("rlvr-verify-code-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmpdir = tempfile::Builder::new()
+            .prefix("rlvr-verify-code-")
+            .tempdir()
+            .unwrap();
+        let dir = tmpdir.path();
         let path = dir.join("code.toml");
         std::fs::write(
             &path,
@@ -573,7 +579,7 @@ mod tests {
             ..VerifyArgs::default()
         };
         let (code, out, err) = run_with(a, &input);
-        std::fs::remove_dir_all(&dir).ok();
+        std::fs::remove_dir_all(dir).ok();
         assert_eq!(code, EXIT_BAD_INPUT, "{err}");
         assert_eq!(out.len(), lines.len(), "{out:?}");
         assert_eq!(out[0]["outcome"], "correct");

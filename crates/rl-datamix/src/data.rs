@@ -629,10 +629,12 @@ impl DataConfig {
 mod tests {
     use super::*;
 
-    fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("rl-datamix-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    /// A fresh temporary folder, removed when dropped.
+    fn tmp(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("rl-datamix-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
@@ -714,7 +716,8 @@ mod tests {
 
     #[test]
     fn files_text_jsonl_and_folders() {
-        let dir = tmp("files");
+        let tmpdir = tmp("files");
+        let dir = tmpdir.path();
         std::fs::write(dir.join("a.txt"), "hello world ".repeat(40)).unwrap();
         let mut jl = String::new();
         for i in 0..40 {
@@ -745,7 +748,7 @@ mod tests {
             val_sequences: 2,
             ..DataConfig::default()
         };
-        let c = cfg.build(8, 0, &dir).unwrap();
+        let c = cfg.build(8, 0, dir).unwrap();
         assert!(c.vocab.encode("é").len() == 1);
         let text = c.vocab.decode(&c.domains[1].train);
         assert!(text.starts_with("doc number 0 é\ndoc number 1"), "{text}");
@@ -773,7 +776,7 @@ mod tests {
             ],
             ..DataConfig::default()
         };
-        let e = short.build(8, 0, &dir).unwrap_err().to_string();
+        let e = short.build(8, 0, dir).unwrap_err().to_string();
         assert!(e.contains("missing.txt"), "{e}");
         std::fs::write(dir.join("tiny.txt"), "abc").unwrap();
         let tiny = DataConfig {
@@ -783,7 +786,7 @@ mod tests {
             ],
             ..DataConfig::default()
         };
-        let e = tiny.build(8, 0, &dir).unwrap_err().to_string();
+        let e = tiny.build(8, 0, dir).unwrap_err().to_string();
         assert!(
             e.contains("domain `t`") && e.contains("3 characters"),
             "{e}"

@@ -24,12 +24,12 @@ fn fixture() -> PathBuf {
         .join("tests/fixtures/lora_peft")
 }
 
-/// A scratch directory of this test process.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rl-models-lora-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh scratch folder, removed when dropped.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("rl-models-lora-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 struct Reference(Vec<u8>);
@@ -123,9 +123,10 @@ fn peft_adapters_compute_peft_logits_and_merge_to_the_same_function() {
         d < 1e-4,
         "merged logits vs PEFT's merge_and_unload: max |Δ| = {d}"
     );
-    let dir = scratch("merged");
-    model.save(&dir).unwrap();
-    let reloaded = Qwen3::<B>::load(&dir, &Default::default()).unwrap();
+    let tmpdir = scratch("merged");
+    let dir = tmpdir.path();
+    model.save(dir).unwrap();
+    let reloaded = Qwen3::<B>::load(dir, &Default::default()).unwrap();
     let m = to_vec(reloaded.forward(ids, Some(&mask), None).unwrap());
     let d = logit_gap(&m, &want_merged, &mask, vocab);
     assert!(d < 1e-4, "saved (merged) checkpoint vs PEFT: max |Δ| = {d}");
@@ -217,8 +218,9 @@ fn file_tensors(path: &Path) -> Vec<(String, Dtype, Vec<usize>, Vec<u8>)> {
 #[test]
 fn saved_adapters_are_peft_files() {
     let model = peft_model::<B>();
-    let dir = scratch("saved");
-    model.save_adapter(&dir, Some("base")).unwrap();
+    let tmpdir = scratch("saved");
+    let dir = tmpdir.path();
+    model.save_adapter(dir, Some("base")).unwrap();
     // For `python tools/gen_lora_fixture.py --check DIR` (PEFT loading our files).
     if let Some(keep) = std::env::var_os("RLVR_LORA_SAVE_TO") {
         model.save_adapter(keep, Some("base")).unwrap();
@@ -267,7 +269,7 @@ fn saved_adapters_are_peft_files() {
     // And it loads back to the same model.
     let again = Qwen3::<B>::load(fixture().join("base"), &Default::default())
         .unwrap()
-        .load_adapter(&dir)
+        .load_adapter(dir)
         .unwrap();
     assert_eq!(
         again.adapter_tensors().unwrap(),
@@ -353,14 +355,13 @@ fn bad_adapters_are_typed_errors_naming_the_problem() {
     let config: Value =
         serde_json::from_str(&std::fs::read_to_string(src.join(ADAPTER_CONFIG)).unwrap()).unwrap();
     let with = |name: &str, edit: &dyn Fn(&mut Value)| -> String {
-        let dir = scratch(name);
+        let tmpdir = scratch(name);
+        let dir = tmpdir.path();
         let mut c = config.clone();
         edit(&mut c);
         std::fs::write(dir.join(ADAPTER_CONFIG), c.to_string()).unwrap();
         std::fs::copy(src.join(ADAPTER_WEIGHTS), dir.join(ADAPTER_WEIGHTS)).unwrap();
-        let e = base().load_adapter(&dir).expect_err("an error").to_string();
-        std::fs::remove_dir_all(dir).unwrap();
-        e
+        base().load_adapter(dir).expect_err("an error").to_string()
     };
     assert!(with("dora", &|c| c["use_dora"] = true.into()).contains("use_dora"));
     assert!(with("bias", &|c| c["bias"] = "all".into()).contains("bias"));
@@ -374,6 +375,7 @@ fn bad_adapters_are_typed_errors_naming_the_problem() {
         e.contains("layers.0.mlp.down_proj.lora_A") && e.contains("not an adapter"),
         "{e}"
     );
-    let missing = base().load_adapter(scratch("empty"));
+    let empty = scratch("empty");
+    let missing = base().load_adapter(empty.path());
     assert!(matches!(missing, Err(ModelError::Io { .. })), "{missing:?}");
 }

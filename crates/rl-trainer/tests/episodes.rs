@@ -196,13 +196,15 @@ fn tool_prompts_and_observations_match_transformers() {
 }
 
 /// A tiny model over the tool-use tokenizer, and a trainer on two prompts with `[rollout.env]`
-/// (calculator), π_old from each update's own forward, no importance correction.
-fn tool_trainer(out: &str, steps: usize) -> (Trainer<B, Qwen3<B>>, Tokenizer) {
+/// (calculator), π_old from each update's own forward, no importance correction; the trainer
+/// writes into the returned temporary folder.
+fn tool_trainer(out: &str, steps: usize) -> (Trainer<B, Qwen3<B>>, Tokenizer, common::TmpDir) {
     let demo = ToolUseDemo::default();
     let data = demo.data().unwrap();
     let model: Qwen3<B> = data.model.init_seeded(3, &Default::default()).unwrap();
     let mut c: TrainConfig = demo.train.clone();
-    c.out_dir = common::tmp("episodes", out);
+    let dir = common::tmp("episodes", out);
+    c.out_dir = dir.to_path_buf();
     c.steps = steps;
     c.rollout.group_size = 2;
     c.rollout.prompts_per_round = 2;
@@ -228,7 +230,7 @@ fn tool_trainer(out: &str, steps: usize) -> (Trainer<B, Qwen3<B>>, Tokenizer) {
         Default::default(),
     )
     .unwrap();
-    (t, tok)
+    (t, tok, dir)
 }
 
 /// One engine call, one sample: `prompt` continued with `seed`.
@@ -290,7 +292,7 @@ fn hand_built_episode(
 
 #[test]
 fn a_two_turn_episode_trains_on_exactly_its_sampled_tokens() {
-    let (t, tok) = tool_trainer("hand", 1);
+    let (t, tok, _dir) = tool_trainer("hand", 1);
     let (prompt_ids, ep1) = hand_built_episode(&t, &tok, "347*58", 11);
     let (_, ep2) = hand_built_episode(&t, &tok, "347*58", 29);
     let end_ids = rl_trainer::end_token_ids(&tok);
@@ -516,7 +518,7 @@ fn code_writer(_seen: &str, k: usize) -> String {
 /// and the evaluation (through the same engine and environment) reports the tool-call rate.
 #[test]
 fn a_run_with_tool_calls_reports_turns_and_tool_use() {
-    let (t, tok) = tool_trainer("run", 2);
+    let (t, tok, _dir) = tool_trainer("run", 2);
     // Every answer is right: without a filter the uniform groups are trained on (advantage 0).
     let mut cfg = t.config().clone();
     cfg.filter = rl_sampler::FilterConfig::None;
@@ -703,7 +705,8 @@ fn the_code_verifier_scores_rollouts_in_the_trainer() {
     let tok = data.tokenizer.clone();
     let mut c: TrainConfig = TrainConfig::default();
     c.apply_preset("dapo").unwrap();
-    c.out_dir = common::tmp("episodes", "code");
+    let dir = common::tmp("episodes", "code");
+    c.out_dir = dir.to_path_buf();
     c.steps = 1;
     c.data.template = rl_trainer::config::PromptTemplate::Raw;
     c.data.chat_template = true;

@@ -39,7 +39,7 @@ fn repo() -> PathBuf {
         .join("../..")
 }
 
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("llama", name)
 }
 

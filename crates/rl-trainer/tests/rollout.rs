@@ -2,7 +2,7 @@
 //! temperature-consistent log-probs, the importance-sampling correction with an engine whose
 //! log-probs are off by known amounts, staleness, and synchronous vs background engines.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use burn::backend::Flex;
@@ -22,7 +22,7 @@ mod common;
 use common::B;
 type Inner = Flex;
 
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("rollout", name)
 }
 
@@ -133,7 +133,7 @@ fn local_engine_streams_batches_and_weight_updates() {
     Policy::<B>::save(&other, &dir).unwrap();
     assert_eq!(
         engine
-            .update_weights(WeightsRef::Directory(dir), 4)
+            .update_weights(WeightsRef::Directory(dir.to_path_buf()), 4)
             .unwrap(),
         4
     );

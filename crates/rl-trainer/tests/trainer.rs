@@ -26,7 +26,7 @@ fn data_dir() -> PathBuf {
         .join("tests/data")
 }
 
-fn tmp(name: &str) -> PathBuf {
+fn tmp(name: &str) -> common::TmpDir {
     common::tmp("trainer", name)
 }
 
@@ -535,7 +535,10 @@ fn adaptive_group_sizes_follow_difficulty_and_resume_exactly() {
 
 /// Runs 4 steps, then 2 steps + a resume to 4, and checks both agree; returns the
 /// uninterrupted run's folder and the initial model.
-fn resumes_exactly_with(k: usize, lora: Option<rl_models::LoraConfig>) -> (PathBuf, Qwen3<B>) {
+fn resumes_exactly_with(
+    k: usize,
+    lora: Option<rl_models::LoraConfig>,
+) -> (common::TmpDir, Qwen3<B>) {
     let tag = if lora.is_some() { "lora" } else { "" };
     resumes_exactly_tweaked(k, tag, |c| c.model.lora = lora.clone())
 }
@@ -546,7 +549,7 @@ fn resumes_exactly_tweaked(
     k: usize,
     tag: &str,
     tweak: impl Fn(&mut TrainConfig),
-) -> (PathBuf, Qwen3<B>) {
+) -> (common::TmpDir, Qwen3<B>) {
     let a = tmp(&format!("full-k{k}-{tag}"));
     let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 4);
     cfg.rollout.max_staleness = k;
@@ -838,7 +841,8 @@ fn adamw_skips_a_non_finite_gradient_norm() {
         burn::module::Module::visit(model, &mut v);
         v.grads
     };
-    let (_, _, _, _, model) = tiny_run("grpo", &tmp("adamw-nan"), 1);
+    let dir = tmp("adamw-nan");
+    let (_, _, _, _, model) = tiny_run("grpo", &dir, 1);
     let cfg = TrainConfig::default().optim;
     let before = weights(&model);
     let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&cfg);
@@ -988,7 +992,8 @@ fn one_update_per_batch_takes_pi_old_from_its_own_forward_exactly() {
             // DAPO without the filter, as in tests/distributed.rs: the soft overlong penalty
             // gives a random model's responses different rewards, so advantages are not all 0;
             // plus GRPO's KL term, so that the π_ref pass is covered too.
-            let mut c = common::grpo_one_update(&common::tmp("trainer", &name), 2);
+            let dir = tmp(&name);
+            let mut c = common::grpo_one_update(&dir, 2);
             let kl = c.loss.kl;
             c.apply_preset("dapo").unwrap();
             c.loss.kl = kl;

@@ -33,12 +33,40 @@ pub fn task_config(algo: &str, out: &Path, steps: usize) -> TrainConfig {
 /// The CPU training backend of the tests.
 pub type B = Autodiff<Flex>;
 
-/// A fresh, empty temporary folder `rlvr-<prefix>-<pid>-<name>`.
-pub fn tmp(prefix: &str, name: &str) -> PathBuf {
+/// A fresh, empty temporary folder `rlvr-<prefix>-<pid>-<name>`, removed when the returned
+/// guard drops — unless the test is failing (panicking), so that its logs and checkpoints stay
+/// for a look.
+pub fn tmp(prefix: &str, name: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!("rlvr-{prefix}-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
+}
+
+/// A test's temporary folder; see [`tmp`]. Derefs to its path.
+pub struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TmpDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept {} (the test failed)", self.0.display());
+        } else if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            eprintln!("could not remove {}: {e}", self.0.display());
+        }
+    }
 }
 
 /// The arithmetic task's tokenizer and a tiny random Qwen3 over it (ends at its end tokens),
