@@ -121,30 +121,12 @@ pub(crate) fn unary_f32(
     kernel: fn(&mut [f32]),
 ) -> crate::FlexTensor {
     debug_assert_eq!(tensor.dtype(), burn_backend::DType::F32);
-    let owned = |t: &crate::FlexTensor| {
-        t.is_unique() && t.layout().is_contiguous() && t.layout().start_offset() == 0
-    };
-    let mut tensor = if owned(&tensor) {
-        tensor
-    } else {
-        // A view is made contiguous by one copy into fresh storage; a contiguous tensor that
-        // others share is copied so that they keep their values.
-        let c = tensor.to_contiguous();
-        drop(tensor);
-        if owned(&c) {
-            c
-        } else {
-            let shape = c.layout().shape().clone();
-            let n = shape.num_elements();
-            let data: alloc::vec::Vec<f32> = c.storage::<f32>()[..n].to_vec();
-            crate::FlexTensor::new(
-                burn_std::Bytes::from_elems(data),
-                crate::Layout::contiguous(shape),
-                burn_backend::DType::F32,
-            )
-        }
-    };
-    let n = tensor.layout().num_elements();
-    super::chunks_inplace(&mut tensor.storage_mut::<f32>()[..n], kernel);
-    tensor
+    // A view becomes one contiguous copy; a tensor that already covers its whole buffer comes
+    // back as a second handle to it, unique again once `tensor` is dropped. `storage_mut` then
+    // copies the buffer only if other tensors still share it (burn-flex's copy-on-write).
+    let mut out = tensor.to_contiguous();
+    drop(tensor);
+    let n = out.layout().num_elements();
+    super::chunks_inplace(&mut out.storage_mut::<f32>()[..n], kernel);
+    out
 }
