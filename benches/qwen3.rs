@@ -1,5 +1,5 @@
 //! Criterion benches of the Qwen3 model on the CPU backend (burn `flex`), tiny config
-//! (`Qwen3Config::tiny(4096)`): forward, forward+backward of the per-token log-prob loss, and
+//! (`ModelConfig::tiny(4096)`): forward, forward+backward of the per-token log-prob loss, and
 //! greedy KV-cache decoding at batch 1 and 8 with 64 and 512 new tokens. Throughput is reported in
 //! tokens (forward/train: batch x seq; decode: batch x new tokens).
 //!
@@ -13,7 +13,7 @@ use std::time::Duration;
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::{Int, Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use rl_models::{EntropyMode, GenerationConfig, Qwen3, Qwen3Config, generate};
+use rl_models::{CausalLm, EntropyMode, GenerationConfig, ModelConfig, generate};
 
 type B = Flex;
 type AD = Autodiff<Flex>;
@@ -27,7 +27,7 @@ fn ids(n: usize, salt: usize) -> Vec<i64> {
 }
 
 fn forward_and_train(c: &mut Criterion) {
-    let cfg = Qwen3Config::tiny(VOCAB);
+    let cfg = ModelConfig::tiny(VOCAB);
     let dev = Default::default();
     let (batch, seq) = (8, 128);
     let mut g = c.benchmark_group("qwen3_tiny");
@@ -35,7 +35,7 @@ fn forward_and_train(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(5))
         .throughput(Throughput::Elements((batch * seq) as u64));
 
-    let model: Qwen3<B> = cfg.init_seeded(0, &dev).unwrap();
+    let model: CausalLm<B> = cfg.init_seeded(0, &dev).unwrap();
     let data = ids(batch * seq, 1);
     g.bench_function("forward_b8_t128", |b| {
         b.iter(|| {
@@ -45,7 +45,7 @@ fn forward_and_train(c: &mut Criterion) {
         })
     });
 
-    let model: Qwen3<AD> = cfg.init_seeded(0, &dev).unwrap();
+    let model: CausalLm<AD> = cfg.init_seeded(0, &dev).unwrap();
     g.bench_function("forward_backward_b8_t128", |b| {
         b.iter(|| {
             let x =
@@ -59,9 +59,9 @@ fn forward_and_train(c: &mut Criterion) {
 }
 
 fn decode(c: &mut Criterion) {
-    let cfg = Qwen3Config::tiny(VOCAB);
+    let cfg = ModelConfig::tiny(VOCAB);
     let dev = Default::default();
-    let model: Qwen3<B> = cfg.init_seeded(0, &dev).unwrap();
+    let model: CausalLm<B> = cfg.init_seeded(0, &dev).unwrap();
     let mut g = c.benchmark_group("qwen3_tiny_decode");
     g.sample_size(10).measurement_time(Duration::from_secs(5));
     for batch in [1usize, 8] {

@@ -23,7 +23,7 @@ use burn::backend::Flex;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use clap::Parser;
-use rl_models::{Qwen3, Qwen3Config};
+use rl_models::{CausalLm, ModelConfig};
 use rl_trainer::distributed::{Topology, Worker, WorkerConfig, run_orchestrator};
 
 type Bk = Flex;
@@ -64,14 +64,14 @@ impl ModuleVisitor<Bk> for Collect {
 
 fn tensors(model: &str) -> Vec<Tensor<Bk, 1>> {
     let cfg = match model {
-        "tiny" => Qwen3Config::tiny(1000),
-        "qwen3-0.6b" => Qwen3Config::qwen3_0_6b(),
+        "tiny" => ModelConfig::tiny(1000),
+        "qwen3-0.6b" => ModelConfig::qwen3_0_6b(),
         other => {
             eprintln!("--model: unknown `{other}` (valid: qwen3-0.6b, tiny)");
             std::process::exit(2);
         }
     };
-    let m: Qwen3<Bk> = cfg.init_seeded(0, &Default::default()).expect("model");
+    let m: CausalLm<Bk> = cfg.init_seeded(0, &Default::default()).expect("model");
     let mut c = Collect(Vec::new());
     m.visit(&mut c);
     c.0

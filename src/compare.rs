@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
 use rl_advantage::{EstimatorConfig, LambdaRule, PromptWeight};
-use rl_models::Qwen3;
+use rl_models::CausalLm;
 use rl_sampler::BudgetSchedule;
 use rl_trainer::config::ProbeSection;
 use rl_trainer::{StepMetrics, TrainConfig, Trainer, TrainerError, read_metrics};
@@ -368,9 +368,9 @@ pub fn run_all<B: AutodiffBackend>(
             ));
             continue;
         }
-        let model: Qwen3<B> = if ws.join("config.json").exists() {
+        let model: CausalLm<B> = if ws.join("config.json").exists() {
             log(format!("seed {seed}: reusing {}", ws.display()));
-            Qwen3::load(&ws, device)?
+            CausalLm::load(&ws, device)?
         } else {
             log(format!(
                 "seed {seed}: supervised warm-start ({} updates)",
@@ -397,7 +397,7 @@ pub fn run_all<B: AutodiffBackend>(
             if out.exists() {
                 std::fs::remove_dir_all(&out).map_err(|e| TrainerError::io(&out, e))?;
             }
-            let mut t = Trainer::<B, Qwen3<B>>::new(
+            let mut t = Trainer::<B, CausalLm<B>>::new(
                 cfg,
                 model.clone(),
                 data.tokenizer.clone(),

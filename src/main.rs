@@ -22,11 +22,11 @@ enum Command {
     Advantages(cli::advantages::AdvantagesArgs),
     /// Verify JSON lines {"response","answer"} read on stdin with the dapo or math verifier.
     Verify(cli::verify::VerifyArgs),
-    /// Per-token log-probs of JSON lines {"ids": [..]} under a Qwen3 model.
+    /// Per-token log-probs of JSON lines {"ids": [..]} under a model (HF folder or GGUF).
     Score(cli::score::ScoreArgs),
     /// Evaluate a model on a benchmark file through any engine: avg@n, pass@k, maj@k with errors.
     Eval(cli::eval::EvalArgs),
-    /// Continue a prompt (--prompt TEXT or --ids 1,2,3) with a Qwen3 model; prints one JSON object.
+    /// Continue a prompt (--prompt TEXT or --ids 1,2,3) with a model (HF folder or GGUF); prints one JSON object.
     Generate(cli::generate::GenerateArgs),
     /// Online data mixing (uniform, ODM, HDS) on an LM trained on text domains, from a TOML config.
     Mix(cli::mix::MixArgs),
@@ -38,8 +38,10 @@ enum Command {
     Compare(cli::compare::CompareArgs),
     /// The pre-registered DA3PO vs DAPO study (paired seeds, λ/τ ablation, Theorem 3.1 inside training), resumable.
     Study(cli::study::StudyArgs),
-    /// Write a Qwen3 checkpoint (HF layout with tokenizer.json) as GGUF for llama.cpp.
+    /// Write a checkpoint (HF layout with tokenizer.json; Qwen3, Llama, Qwen2) as GGUF for llama.cpp.
     ExportGguf(cli::export_gguf::ExportGgufArgs),
+    /// Write a GGUF model file (Llama, Qwen2, Qwen3) as an HF folder with its tokenizer and chat template.
+    ExportHf(cli::export_hf::ExportHfArgs),
     /// Write the embedded arithmetic job (warm-started HF Qwen3, tokenizer, prompt files) for other trainers.
     ExportDemo(cli::export_demo::ExportDemoArgs),
 }
@@ -74,6 +76,7 @@ fn main() {
         Command::Study(args) => cli::study::run(args, &mut io),
         Command::Orchestrator(args) => cli::orchestrator::run(args, &mut io),
         Command::ExportGguf(args) => cli::export_gguf::run(args, &mut io),
+        Command::ExportHf(args) => cli::export_hf::run(args, &mut io),
         Command::ExportDemo(args) => cli::export_demo::run(args, &mut io),
     };
     std::process::exit(code);

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
-use rl_models::{Qwen3, Tokenizer};
+use rl_models::{CausalLm, Tokenizer};
 use rl_trainer::benchmark::{
     BenchmarkSettings, BenchmarkSummary, Scoring, append_samples, markdown_table, read_samples,
     sample_benchmark, summarize, write_samples,
@@ -33,10 +33,10 @@ use crate::backend::{BackendJob, BackendKind, run_on};
 /// Arguments of `rlvr eval`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct EvalArgs {
-    /// Model directory in HF layout (config.json + safetensors).
+    /// The model: an HF folder (config.json + safetensors) or a GGUF file.
     #[arg(long)]
     pub model: PathBuf,
-    /// `tokenizer.json` (default: the model directory's).
+    /// `tokenizer.json` (default: the GGUF's vocabulary or the folder's `tokenizer.json`).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
     /// Prompts: JSON lines or Parquet, columns as in the config's `[data]` section.
@@ -170,11 +170,7 @@ fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError>
             message: format!("{ks:?} with --k {k} (each k must be in 1..={k})"),
         });
     }
-    let tok_path = args
-        .tokenizer
-        .clone()
-        .unwrap_or_else(|| args.model.join("tokenizer.json"));
-    let tokenizer = Tokenizer::from_file(&tok_path)?;
+    let tokenizer = Tokenizer::for_model(&args.model, args.tokenizer.as_deref())?;
     let (mut data, skipped) = Dataset::load_skipping_bad_records(&args.data, &config.data)?;
     if config.eval.max_prompts > 0 {
         data.prompts.truncate(config.eval.max_prompts);
@@ -212,7 +208,7 @@ impl BackendJob for Job<'_> {
         std::fs::create_dir_all(&args.out).map_err(|e| TrainerError::io(&args.out, e))?;
         // A managed engine writes its weights under out_dir.
         config.out_dir = args.out.join("engine");
-        let policy = <Qwen3<B> as Policy<B>>::load(&args.model, &device)?;
+        let policy = <CausalLm<B> as Policy<B>>::load(&args.model, &device)?;
         let allowed = tokenizer.num_defined_ids().min(policy.vocab_size());
         let mut engine = build_engine(&config, &policy, &tokenizer, allowed, 0)?;
         let verifier = config.build_verifier()?;
@@ -399,7 +395,7 @@ mod tests {
     use super::*;
     use crate::cli::EXIT_OK;
     use burn::backend::Flex;
-    use rl_models::Qwen3Config;
+    use rl_models::ModelConfig;
     use rl_trainer::tasks::ArithmeticTask;
 
     /// A tiny random Qwen3 with the arithmetic task's tokenizer, a data file of `rows` (raw JSON
@@ -412,9 +408,9 @@ mod tests {
             .unwrap();
         let dir = tmpdir.path();
         let tok = ArithmeticTask::tokenizer().unwrap();
-        let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+        let mut mc = ModelConfig::tiny(tok.num_defined_ids());
         mc.eos_token_id = end_token_ids(&tok);
-        let model: Qwen3<Flex> = mc.init_seeded(3, &Default::default()).unwrap();
+        let model: CausalLm<Flex> = mc.init_seeded(3, &Default::default()).unwrap();
         let model_dir = dir.join("model");
         model.save(&model_dir).unwrap();
         tok.save(model_dir.join("tokenizer.json")).unwrap();

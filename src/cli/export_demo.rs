@@ -221,8 +221,8 @@ mod tests {
                 assert_eq!((&a.answer, &a.tier), (&b.answer, &b.tier));
             }
         }
-        let m: rl_models::Qwen3<burn::backend::Flex> =
-            rl_models::Qwen3::load(dir.join("out/model"), &Default::default()).unwrap();
+        let m: rl_models::CausalLm<burn::backend::Flex> =
+            rl_models::CausalLm::load(dir.join("out/model"), &Default::default()).unwrap();
         assert_eq!(m.config().vocab_size, data.model.vocab_size);
     }
 }

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{ChatMessage, GenerationConfig, Qwen3, Tokenizer, generate};
+use rl_models::{CausalLm, ChatMessage, GenerationConfig, Tokenizer, generate};
 use serde_json::{Map, Value, json};
 
 use super::score::f32_json;
@@ -19,13 +19,15 @@ use crate::backend::{BackendJob, BackendKind, run_on};
 /// Arguments of `rlvr generate`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GenerateArgs {
-    /// Model directory in HF layout (config.json + model.safetensors or sharded safetensors).
+    /// The model: an HF folder (config.json + model.safetensors or sharded safetensors) or a GGUF
+    /// file.
     #[arg(long)]
     pub model: PathBuf,
-    /// `tokenizer.json` for `--prompt` and for the `text` output.
+    /// `tokenizer.json` for `--prompt` and for the `text` output (default with a GGUF model: its
+    /// vocabulary).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
-    /// Prompt text (needs `--tokenizer`).
+    /// Prompt text (needs a tokenizer).
     #[arg(long, conflicts_with = "ids", required_unless_present = "ids")]
     pub prompt: Option<String>,
     /// Prompt token ids, comma separated.
@@ -79,13 +81,17 @@ enum Failure {
 fn prepare(args: GenerateArgs) -> Result<Prepared, Failure> {
     let tokenizer = match &args.tokenizer {
         Some(p) => Some(Tokenizer::from_file(p).map_err(|e| Failure::BadInput(e.to_string()))?),
+        None if rl_models::gguf::is_gguf(&args.model) => Some(
+            Tokenizer::for_model(&args.model, None)
+                .map_err(|e| Failure::BadInput(e.to_string()))?,
+        ),
         None => None,
     };
     let prompt = match (&args.prompt, &args.ids) {
         (Some(text), None) => {
-            let tok = tokenizer
-                .as_ref()
-                .ok_or_else(|| Failure::BadInput("--prompt needs --tokenizer".to_string()))?;
+            let tok = tokenizer.as_ref().ok_or_else(|| {
+                Failure::BadInput("--prompt needs --tokenizer (or a GGUF --model)".to_string())
+            })?;
             let res = if args.chat {
                 tok.apply_chat_template(&[ChatMessage::user(text.as_str())], true, !args.no_think)
             } else {
@@ -115,7 +121,7 @@ impl BackendJob for Prepared {
 
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<Value, Failure> {
         let args = &self.args;
-        let model = Qwen3::<B::InnerBackend>::load(&args.model, &device)
+        let model = CausalLm::<B::InnerBackend>::load(&args.model, &device)
             .map_err(|e| Failure::Runtime(format!("loading the model: {e}")))?;
         let vocab = model.config().vocab_size;
         let allowed = self
@@ -187,20 +193,20 @@ pub fn run(args: GenerateArgs, io: &mut Io<'_>) -> i32 {
 mod tests {
     use super::*;
     use burn::backend::Flex;
-    use rl_models::Qwen3Config;
+    use rl_models::ModelConfig;
 
     const ALPHABET: &str = "0123456789+= ";
 
     /// A tiny random model with a char-level tokenizer (14 + 2 specials + unk = 16 ids).
     /// Saved into a temporary folder, removed when the returned guard drops.
-    fn tiny(name: &str) -> (tempfile::TempDir, Qwen3<Flex>, Tokenizer) {
+    fn tiny(name: &str) -> (tempfile::TempDir, CausalLm<Flex>, Tokenizer) {
         let tmpdir = tempfile::Builder::new()
             .prefix(&format!("rlvr-generate-{name}-"))
             .tempdir()
             .unwrap();
         let dir = tmpdir.path();
         let tok = Tokenizer::char_level(ALPHABET, &["<|endoftext|>", "<|im_end|>"]).unwrap();
-        let model = Qwen3Config::tiny(tok.num_defined_ids() + 4)
+        let model = ModelConfig::tiny(tok.num_defined_ids() + 4)
             .init_seeded::<Flex>(11, &Default::default())
             .unwrap();
         model.save(dir).unwrap();

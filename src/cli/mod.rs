@@ -11,6 +11,7 @@ pub mod compare;
 pub mod eval;
 pub mod export_demo;
 pub mod export_gguf;
+pub mod export_hf;
 pub mod generate;
 pub mod mix;
 pub mod orchestrator;

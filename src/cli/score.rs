@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Int, Tensor, TensorData};
-use rl_models::{EntropyMode, Qwen3};
+use rl_models::{CausalLm, EntropyMode};
 use serde_json::{Value, json};
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, Io, LineError, json_lines};
@@ -19,7 +19,8 @@ use crate::backend::{BackendJob, BackendKind, run_on};
 /// Arguments of `rlvr score`.
 #[derive(clap::Args, Debug)]
 pub struct ScoreArgs {
-    /// Model directory in HF layout (config.json + model.safetensors or sharded safetensors).
+    /// The model: an HF folder (config.json + model.safetensors or sharded safetensors) or a GGUF
+    /// file.
     #[arg(long)]
     pub model: PathBuf,
     /// Backend to run on.
@@ -60,7 +61,7 @@ pub(crate) fn parse_ids(
         .collect()
 }
 
-fn score_line<B: Backend>(model: &Qwen3<B>, v: &Value) -> Result<Value, LineError> {
+fn score_line<B: Backend>(model: &CausalLm<B>, v: &Value) -> Result<Value, LineError> {
     let obj = v
         .as_object()
         .ok_or_else(|| LineError::field("<line>", "expected a JSON object"))?;
@@ -102,7 +103,7 @@ impl BackendJob for ScoreJob<'_, '_> {
 
     fn run<B: AutodiffBackend>(self, device: B::Device) -> i32 {
         // Scoring needs no gradients: the model lives on the inner backend.
-        let model = match Qwen3::<B::InnerBackend>::load(&self.args.model, &device) {
+        let model = match CausalLm::<B::InnerBackend>::load(&self.args.model, &device) {
             Ok(m) => m,
             Err(e) => {
                 let _ = writeln!(self.io.stderr, "error: loading the model: {e}");
@@ -129,16 +130,16 @@ pub fn run(args: ScoreArgs, io: &mut Io<'_>) -> i32 {
 mod tests {
     use super::*;
     use burn::backend::Flex;
-    use rl_models::Qwen3Config;
+    use rl_models::ModelConfig;
 
     /// Saved into a temporary folder, removed when the returned guard drops.
-    fn tiny_model_dir(name: &str) -> (tempfile::TempDir, Qwen3<Flex>) {
+    fn tiny_model_dir(name: &str) -> (tempfile::TempDir, CausalLm<Flex>) {
         let tmpdir = tempfile::Builder::new()
             .prefix(&format!("rlvr-score-{name}-"))
             .tempdir()
             .unwrap();
         let dir = tmpdir.path();
-        let model = Qwen3Config::tiny(32)
+        let model = ModelConfig::tiny(32)
             .init_seeded::<Flex>(3, &Default::default())
             .unwrap();
         model.save(dir).unwrap();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{Qwen3, Tokenizer};
+use rl_models::{CausalLm, Tokenizer};
 use rl_trainer::data::Dataset;
 use rl_trainer::distributed::{Topology, Worker, WorkerConfig};
 use rl_trainer::{
@@ -317,7 +317,7 @@ pub fn run_embedded<B: AutodiffBackend>(
     let trainer = match (resume, latest_checkpoint(&config.out_dir)) {
         (true, Some(ckpt)) => {
             say!("resuming from {}", ckpt.display());
-            Trainer::<B, Qwen3<B>>::resume(
+            Trainer::<B, CausalLm<B>>::resume(
                 config,
                 &ckpt,
                 data.tokenizer.clone(),
@@ -330,7 +330,7 @@ pub fn run_embedded<B: AutodiffBackend>(
             let model = match init {
                 Some(dir) => {
                     say!("starting from {}", dir.display());
-                    Qwen3::<B>::load(dir, &device)?
+                    CausalLm::<B>::load(dir, &device)?
                 }
                 None => {
                     say!(
@@ -374,8 +374,8 @@ pub fn run_embedded<B: AutodiffBackend>(
     finish(trainer, leader)
 }
 
-/// A real checkpoint: `model.path` (HF layout; tokenizer from `model.tokenizer` or
-/// `<path>/tokenizer.json`), prompts from `data.train` / `data.eval`.
+/// A real checkpoint: `model.path` (an HF folder or a GGUF file; tokenizer from
+/// `model.tokenizer`, else the GGUF's vocabulary or `<path>/tokenizer.json`), prompts from `data.train` / `data.eval`.
 pub fn run_checkpoint<B: AutodiffBackend>(
     config: TrainConfig,
     dir: PathBuf,
@@ -384,12 +384,7 @@ pub fn run_checkpoint<B: AutodiffBackend>(
     worker: Option<WorkerConfig>,
 ) -> Result<(), TrainerError> {
     let leader = worker.as_ref().is_none_or(|w| w.rank == 0);
-    let tok_path = config
-        .model
-        .tokenizer
-        .clone()
-        .unwrap_or_else(|| dir.join("tokenizer.json"));
-    let tokenizer = Tokenizer::from_file(&tok_path)?;
+    let tokenizer = Tokenizer::for_model(&dir, config.model.tokenizer.as_deref())?;
     let train_path = config
         .data
         .train
@@ -416,10 +411,10 @@ pub fn run_checkpoint<B: AutodiffBackend>(
     let dev = device.clone();
     let trainer = match (resume, latest_checkpoint(&config.out_dir)) {
         (true, Some(ckpt)) => {
-            Trainer::<B, Qwen3<B>>::resume(config, &ckpt, tokenizer, train, eval, device)?
+            Trainer::<B, CausalLm<B>>::resume(config, &ckpt, tokenizer, train, eval, device)?
         }
         _ => {
-            let model = Qwen3::<B>::load(&dir, &device)?;
+            let model = CausalLm::<B>::load(&dir, &device)?;
             Trainer::new(config, model, tokenizer, train, eval, device)?
         }
     };
@@ -431,10 +426,10 @@ pub fn run_checkpoint<B: AutodiffBackend>(
 
 /// Joins the data-parallel workers, when there are any.
 fn join<B: AutodiffBackend>(
-    trainer: Trainer<B, Qwen3<B>>,
+    trainer: Trainer<B, CausalLm<B>>,
     worker: Option<WorkerConfig>,
     device: &B::Device,
-) -> Result<Trainer<B, Qwen3<B>>, TrainerError> {
+) -> Result<Trainer<B, CausalLm<B>>, TrainerError> {
     match worker {
         Some(cfg) => {
             let w = Worker::<B::InnerBackend>::join(cfg, device)?;
@@ -446,7 +441,7 @@ fn join<B: AutodiffBackend>(
 
 /// After training: leaves the workers' collective; the report (rank 0).
 fn finish<B: AutodiffBackend>(
-    mut trainer: Trainer<B, Qwen3<B>>,
+    mut trainer: Trainer<B, CausalLm<B>>,
     leader: bool,
 ) -> Result<(), TrainerError> {
     trainer.take_parallel().leave()?;

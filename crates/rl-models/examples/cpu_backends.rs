@@ -18,7 +18,7 @@ use std::time::Instant;
 use burn::backend::{Autodiff, Flex, NdArray};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Int, Tensor, TensorData};
-use rl_models::{EntropyMode, GenerationConfig, Qwen3, Qwen3Config, generate};
+use rl_models::{CausalLm, EntropyMode, GenerationConfig, ModelConfig, generate};
 
 fn median_ms(mut f: impl FnMut()) -> f64 {
     f();
@@ -33,9 +33,9 @@ fn median_ms(mut f: impl FnMut()) -> f64 {
     t[2]
 }
 
-fn train_ms<B: AutodiffBackend>(cfg: &Qwen3Config, batch: usize, len: usize) -> f64 {
+fn train_ms<B: AutodiffBackend>(cfg: &ModelConfig, batch: usize, len: usize) -> f64 {
     let dev = Default::default();
-    let model: Qwen3<B> = cfg.init_seeded(0, &dev).unwrap();
+    let model: CausalLm<B> = cfg.init_seeded(0, &dev).unwrap();
     let ids: Vec<i64> = (0..batch * len)
         .map(|i| (i * 7 % cfg.vocab_size) as i64)
         .collect();
@@ -47,9 +47,9 @@ fn train_ms<B: AutodiffBackend>(cfg: &Qwen3Config, batch: usize, len: usize) -> 
     })
 }
 
-fn generate_ms<B: AutodiffBackend>(cfg: &Qwen3Config) -> f64 {
+fn generate_ms<B: AutodiffBackend>(cfg: &ModelConfig) -> f64 {
     let dev = Default::default();
-    let model: Qwen3<B> = cfg.init_seeded(0, &dev).unwrap();
+    let model: CausalLm<B> = cfg.init_seeded(0, &dev).unwrap();
     let inner = burn::module::AutodiffModule::valid(&model);
     let prompts: Vec<Vec<u32>> = (0..256)
         .map(|i| (0..7).map(|t| ((i + t) % 16) as u32).collect())
@@ -64,14 +64,14 @@ fn generate_ms<B: AutodiffBackend>(cfg: &Qwen3Config) -> f64 {
 }
 
 fn report<B: AutodiffBackend>(name: &str) {
-    let mut demo = Qwen3Config::tiny(24);
+    let mut demo = ModelConfig::tiny(24);
     demo.hidden_size = 256;
     demo.num_hidden_layers = 2;
     demo.num_attention_heads = 8;
     demo.num_key_value_heads = 4;
     demo.head_dim = 32;
     demo.intermediate_size = 512;
-    let mut layer = Qwen3Config::qwen3_0_6b();
+    let mut layer = ModelConfig::qwen3_0_6b();
     layer.num_hidden_layers = 1;
     layer.vocab_size = 1024;
     let a = train_ms::<B>(&demo, 256, 12);

@@ -1,5 +1,5 @@
-//! Time of next-token log-probs over every position (`Qwen3::token_logprobs`) against only the
-//! response window (`Qwen3::token_logprobs_from`), as a trainer needs them: prompts of `P`
+//! Time of next-token log-probs over every position (`CausalLm::token_logprobs`) against only the
+//! response window (`CausalLm::token_logprobs_from`), as a trainer needs them: prompts of `P`
 //! tokens followed by responses of `R` tokens, the loss reading only the response.
 //!
 //! ```text
@@ -8,7 +8,7 @@
 //! ```
 //!
 //! (Without `--release` the dependencies, burn's kernels included, still build at opt-level 3.)
-//! Model: `Qwen3Config::tiny(vocab)` (hidden 64, 2 layers, tied), random (seed 0), CPU backend
+//! Model: `ModelConfig::tiny(vocab)` (hidden 64, 2 layers, tied), random (seed 0), CPU backend
 //! (burn `flex`). Cases, each the median of `repeats` runs after one warm-up:
 //! `old` = forward only on the inner backend (old-policy log-probs, read back to the host);
 //! `train` = forward + backward of `Σ log p` over the response tokens under autodiff.
@@ -18,7 +18,7 @@ use std::time::Instant;
 use burn::backend::{Autodiff, Flex};
 use burn::module::AutodiffModule;
 use burn::tensor::{Int, Tensor, TensorData};
-use rl_models::{EntropyMode, Qwen3, Qwen3Config};
+use rl_models::{CausalLm, EntropyMode, ModelConfig};
 
 type AD = Autodiff<Flex>;
 
@@ -67,7 +67,7 @@ fn main() {
         .collect();
     let ids = || Tensor::<AD, 2, Int>::from_data(TensorData::new(data.clone(), [b, l]), &device);
     let starts = vec![p - 1; b];
-    let model: Qwen3<AD> = Qwen3Config::tiny(vocab).init_seeded(0, &device).unwrap();
+    let model: CausalLm<AD> = ModelConfig::tiny(vocab).init_seeded(0, &device).unwrap();
     let inner = model.valid();
 
     // Old-policy log-probs of the responses, forward only, read back.

@@ -25,7 +25,7 @@ use std::time::Instant;
 use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Int, Tensor, TensorData};
-use rl_models::{EntropyMode, GenerationConfig, Qwen3, Qwen3Config, generate};
+use rl_models::{CausalLm, EntropyMode, GenerationConfig, ModelConfig, generate};
 
 struct Args {
     config: String,
@@ -80,18 +80,18 @@ fn parse() -> Args {
 /// The configs compared: `tiny` (the tiny preset with a 4096-token vocabulary), `embedded` (the
 /// shape of the embedded task's model, the one `tools/trl_side_by_side` trains: hidden 256, 2
 /// layers, 8/4 heads of 32, MLP 512, a 22-token vocabulary) and Qwen3-0.6B shapes.
-fn config(name: &str) -> Qwen3Config {
+fn config(name: &str) -> ModelConfig {
     match name {
-        "tiny" => Qwen3Config::tiny(4096),
-        "embedded" => Qwen3Config {
+        "tiny" => ModelConfig::tiny(4096),
+        "embedded" => ModelConfig {
             hidden_size: 256,
             intermediate_size: 512,
             num_attention_heads: 8,
             num_key_value_heads: 4,
             head_dim: 32,
-            ..Qwen3Config::tiny(22)
+            ..ModelConfig::tiny(22)
         },
-        "0.6b" => Qwen3Config::qwen3_0_6b(),
+        "0.6b" => ModelConfig::qwen3_0_6b(),
         other => panic!("unknown config {other} (tiny, embedded or 0.6b)"),
     }
 }
@@ -144,7 +144,7 @@ fn main() {
     rl_models::threads::join_compute_pool();
     let a = parse();
     if let Some(dir) = &a.save {
-        let model: Qwen3<Flex> = config(&a.config)
+        let model: CausalLm<Flex> = config(&a.config)
             .init_seeded(0, &Default::default())
             .expect("model");
         model.save(dir).expect("save");
@@ -260,7 +260,7 @@ fn bench<AD: AutodiffBackend>(a: &Args, dev: AD::Device) -> Measured {
             }
         }
         "decode" => {
-            let model: Qwen3<B<AD>> = cfg.init_seeded::<B<AD>>(0, &dev).unwrap();
+            let model: CausalLm<B<AD>> = cfg.init_seeded::<B<AD>>(0, &dev).unwrap();
             let init = synced::<B<AD>>(t0, &dev);
             let prompts: Vec<Vec<u32>> = (0..a.batch)
                 .map(|b| {

@@ -26,14 +26,51 @@ pub enum ModelError {
         source: serde_json::Error,
     },
     /// A config field has a value this implementation does not support.
-    #[error("config field `{field}` = {value}: {expected}")]
+    #[error("{}config field `{field}` = {value}: {expected}", location(file.as_deref(), *line))]
     InvalidConfig {
+        /// The config file, when the config was read from one.
+        file: Option<PathBuf>,
+        /// The line of the field in that file, when it is there.
+        line: Option<usize>,
         /// The HF `config.json` field name.
         field: &'static str,
         /// The value found, as JSON.
         value: String,
         /// The accepted values.
         expected: String,
+    },
+    /// A config disagrees with the checkpoint it came with (say, more layers than the files
+    /// hold).
+    #[error("{config}: config field `{field}` does not match the checkpoint: {message}")]
+    ConfigMismatch {
+        /// The config file.
+        config: PathBuf,
+        /// The field at fault.
+        field: &'static str,
+        /// What the config implies and what the files hold.
+        message: String,
+    },
+    /// A GGUF file is malformed or hostile (its header, metadata or tensor infos).
+    #[error(transparent)]
+    Gguf(Box<crate::gguf::GgufError>),
+    /// A GGUF file's `tokenizer.ggml.*` metadata does not make a tokenizer this crate builds.
+    #[error("{file}: {source}")]
+    GgufVocab {
+        /// The GGUF file.
+        file: PathBuf,
+        /// What is wrong with its `tokenizer.ggml.*` metadata.
+        #[source]
+        source: crate::gguf::GgufVocabError,
+    },
+    /// A GGUF file's metadata does not describe a model this crate builds.
+    #[error("{file}: `{field}`: {message}")]
+    GgufModel {
+        /// The file.
+        file: PathBuf,
+        /// The metadata key or tensor at fault.
+        field: String,
+        /// What is wrong, with the supported values.
+        message: String,
     },
     /// No weights were found in a model directory.
     #[error("{dir}: no model.safetensors or model.safetensors.index.json")]
@@ -81,7 +118,7 @@ pub enum ModelError {
         searched: String,
     },
     /// A file holds a tensor the model does not have.
-    #[error("{file}: unexpected tensor `{tensor}` (not part of this Qwen3 config)")]
+    #[error("{file}: unexpected tensor `{tensor}` (not part of this model config)")]
     UnexpectedTensor {
         /// The file.
         file: PathBuf,
@@ -123,6 +160,9 @@ pub enum ModelError {
     /// Bad input to a model function (empty prompt, id out of range, inconsistent shapes).
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// Loading a model's tokenizer failed.
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
     /// A generation setting is out of range.
     #[error("generation config field `{field}` = {value}: {expected}")]
     InvalidGenerationConfig {
@@ -152,6 +192,15 @@ pub enum ModelError {
     /// Reading a tensor back from the device failed.
     #[error("reading tensor data from the device failed: {0}")]
     Data(String),
+}
+
+/// `file:line: ` (or `file: `, or nothing) before a message.
+fn location(file: Option<&std::path::Path>, line: Option<usize>) -> String {
+    match (file, line) {
+        (Some(f), Some(l)) => format!("{}:{l}: ", f.display()),
+        (Some(f), None) => format!("{}: ", f.display()),
+        _ => String::new(),
+    }
 }
 
 /// An error from the tokenizer wrapper.

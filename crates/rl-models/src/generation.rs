@@ -8,8 +8,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::decoder::{AttentionMask, CausalLm};
 use crate::error::ModelError;
-use crate::qwen3::{AttentionMask, Qwen3};
 
 /// Sampling settings of [`generate`].
 ///
@@ -130,7 +130,7 @@ pub struct Generation {
     pub tokens: Vec<u32>,
     /// Model log-prob of each token under the tempered distribution `log_softmax(logits / T)`
     /// over the whole vocabulary (no masking, no truncation; T = 1 for greedy decoding), i.e. what
-    /// [`crate::Qwen3::token_logprobs_from_tempered`] computes for the same sequence at the same
+    /// [`crate::CausalLm::token_logprobs_from_tempered`] computes for the same sequence at the same
     /// T, up to float rounding: the rollout log-prob π_rollout of an RL trainer.
     pub logprobs: Vec<f32>,
     /// Log-prob of each token under the distribution actually sampled from (allowed ids,
@@ -256,7 +256,7 @@ pub(crate) fn sample_row(
 /// dropped from the batch and the cache). Position ids count real tokens only, so a padded prompt
 /// behaves as it would alone. Use a model without autodiff (`model.valid()`).
 pub fn generate<B: Backend>(
-    model: &Qwen3<B>,
+    model: &CausalLm<B>,
     prompts: &[Vec<u32>],
     cfg: &GenerationConfig,
 ) -> Result<Vec<Generation>, ModelError> {
@@ -282,7 +282,7 @@ pub struct RowSeed {
 /// prompt i draws from `streams[i]`, so a sample's tokens do not depend on which other samples
 /// share its batch (up to the float rounding of batched kernels).
 pub fn generate_seeded<B: Backend>(
-    model: &Qwen3<B>,
+    model: &CausalLm<B>,
     prompts: &[Vec<u32>],
     cfg: &GenerationConfig,
     streams: &[RowSeed],

@@ -50,40 +50,43 @@
 //!
 //! ```no_run
 //! use burn::backend::Flex;
-//! use rl_models::{EntropyMode, GenerationConfig, Qwen3, Qwen3Config, Tokenizer, generate};
+//! use rl_models::{EntropyMode, GenerationConfig, CausalLm, ModelConfig, Tokenizer, generate};
 //!
 //! let device = Default::default();
-//! // a random tiny model (seeded), or Qwen3::<Flex>::load("path/to/Qwen3-0.6B", &device)
-//! let model = Qwen3Config::tiny(16).init_seeded::<Flex>(42, &device)?;
+//! // a random tiny model (seeded), or CausalLm::<Flex>::load("path/to/Qwen3-0.6B", &device)
+//! let model = ModelConfig::tiny(16).init_seeded::<Flex>(42, &device)?;
 //! let out = generate(&model, &[vec![1, 2, 3]], &GenerationConfig::greedy(8))?;
 //! println!("{:?} {:?}", out[0].tokens, out[0].finish_reason);
 //! # Ok::<(), rl_models::ModelError>(())
 //! ```
 //!
 //! Correctness is tested against HF transformers fixtures produced by
-//! `tools/gen_qwen3_fixtures.py` (see `docs/qwen3.md`).
+//! `tools/gen_qwen3_fixtures.py` (see `docs/models.md`).
 
 #[cfg(feature = "mimalloc")]
 pub mod allocator;
+pub mod chat_template;
+pub mod decoder;
 pub mod error;
+pub mod families;
 pub mod generation;
 pub mod gguf;
 pub mod logprobs;
-pub mod qwen3;
 pub mod safetensors_io;
 pub mod threads;
 pub mod tokenizer;
 
+pub use decoder::{
+    AttentionMask, CausalLm, Checkpointing, ComputeDtype, KvCache, LoraConfig, MemoryPlan,
+    ModelConfig, RopeScaling, WindowPass,
+};
 pub use error::{ModelError, TokenizerError};
+pub use families::Family;
 pub use generation::{
     FinishReason, Generation, GenerationConfig, RowSeed, generate, generate_seeded,
 };
 pub use gguf::{GgufDtype, export_gguf};
 pub use logprobs::{EntropyMode, TokenLogProbs, logprobs_from_logits};
-pub use qwen3::{
-    AttentionMask, Checkpointing, ComputeDtype, KvCache, LoraConfig, MemoryPlan, Qwen3,
-    Qwen3Config, WindowPass,
-};
 pub use safetensors_io::SaveDtype;
 pub use tokenizer::{ChatMessage, Tokenizer, render_chat, render_chat_with_tools};
 

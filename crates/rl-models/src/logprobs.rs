@@ -30,8 +30,8 @@ pub enum EntropyMode {
     Differentiable,
 }
 
-/// Output of [`crate::Qwen3::token_logprobs`] / [`logprobs_from_logits`] (every position) and of
-/// [`crate::Qwen3::token_logprobs_from`] (a window of `width` positions from `starts[b]`).
+/// Output of [`crate::CausalLm::token_logprobs`] / [`logprobs_from_logits`] (every position) and of
+/// [`crate::CausalLm::token_logprobs_from`] (a window of `width` positions from `starts[b]`).
 #[derive(Clone, Debug)]
 pub struct TokenLogProbs<B: Backend> {
     /// `logprobs[b, t] = log p(ids[b, t+1] | ids[b, ..=t])`, `[batch, seq-1]`; for a window,

@@ -51,7 +51,7 @@ impl ChatMessage {
     }
 }
 
-/// Renders the Qwen3 chat template (the `tokenizer_config.json` template of Qwen3, without tool
+/// Renders the Qwen3 chat template (the `tokenizer_config.json` template of CausalLm, without tool
 /// definitions) exactly as transformers' `apply_chat_template` does:
 ///
 /// - a first `system` message, then every turn as `<|im_start|>{role}\n{content}<|im_end|>\n`;
@@ -234,6 +234,18 @@ impl Tokenizer {
         Ok(Self::from_inner(inner))
     }
 
+    /// The tokenizer of a model: `explicit` (a `tokenizer.json`) when given, else the
+    /// `tokenizer.ggml.*` vocabulary of a GGUF `model` file, else `<model>/tokenizer.json`.
+    pub fn for_model(model: &Path, explicit: Option<&Path>) -> Result<Self, crate::ModelError> {
+        if let Some(path) = explicit {
+            return Ok(Self::from_file(path)?);
+        }
+        if crate::gguf::is_gguf(model) {
+            return crate::gguf::GgufModel::open(model)?.tokenizer();
+        }
+        Ok(Self::from_file(model.join("tokenizer.json"))?)
+    }
+
     /// Loads `tokenizer.json` content.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, TokenizerError> {
         let inner =
@@ -366,7 +378,7 @@ impl Tokenizer {
         self.inner.id_to_token(id)
     }
 
-    /// Number of ids the tokenizer defines (largest id + 1): 151,669 for Qwen3, whose models have
+    /// Number of ids the tokenizer defines (largest id + 1): 151,669 for CausalLm, whose models have
     /// 151,936 embedding rows. Pass it as [`crate::GenerationConfig::allowed_vocab_size`] so that
     /// undefined ids are never sampled.
     pub fn num_defined_ids(&self) -> usize {

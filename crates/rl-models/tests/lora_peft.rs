@@ -9,8 +9,8 @@ use burn::backend::{Autodiff, Flex};
 use burn::module::{AutodiffModule, Module, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
-use rl_models::qwen3::{ADAPTER_CONFIG, ADAPTER_WEIGHTS};
-use rl_models::{AttentionMask, EntropyMode, LoraConfig, ModelError, Qwen3};
+use rl_models::decoder::{ADAPTER_CONFIG, ADAPTER_WEIGHTS};
+use rl_models::{AttentionMask, CausalLm, EntropyMode, LoraConfig, ModelError};
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 
@@ -75,8 +75,8 @@ fn batch<Bk: Backend>(r: &Reference) -> (Tensor<Bk, 2, Int>, AttentionMask) {
     (t, AttentionMask::new(2, 11, mask).unwrap())
 }
 
-fn peft_model<Bk: Backend>() -> Qwen3<Bk> {
-    Qwen3::<Bk>::load(fixture().join("base"), &Default::default())
+fn peft_model<Bk: Backend>() -> CausalLm<Bk> {
+    CausalLm::<Bk>::load(fixture().join("base"), &Default::default())
         .unwrap()
         .load_adapter(fixture().join("adapter"))
         .unwrap()
@@ -110,7 +110,7 @@ fn peft_adapters_compute_peft_logits_and_merge_to_the_same_function() {
     let d = logit_gap(&logits, &want, &mask, vocab);
     assert!(d < 1e-4, "LoRA logits vs PEFT: max |Δ| = {d}");
     // The adapter matters: the base alone is far from PEFT's logits.
-    let base = Qwen3::<B>::load(fixture().join("base"), &Default::default()).unwrap();
+    let base = CausalLm::<B>::load(fixture().join("base"), &Default::default()).unwrap();
     let plain = to_vec(base.forward(ids.clone(), Some(&mask), None).unwrap());
     assert!(logit_gap(&plain, &want, &mask, vocab) > 0.1);
     // merge_and_unload(): ours merged, and ours saved as an HF checkpoint and reloaded plain.
@@ -126,7 +126,7 @@ fn peft_adapters_compute_peft_logits_and_merge_to_the_same_function() {
     let tmpdir = scratch("merged");
     let dir = tmpdir.path();
     model.save(dir).unwrap();
-    let reloaded = Qwen3::<B>::load(dir, &Default::default()).unwrap();
+    let reloaded = CausalLm::<B>::load(dir, &Default::default()).unwrap();
     let m = to_vec(reloaded.forward(ids, Some(&mask), None).unwrap());
     let d = logit_gap(&m, &want_merged, &mask, vocab);
     assert!(d < 1e-4, "saved (merged) checkpoint vs PEFT: max |Δ| = {d}");
@@ -267,7 +267,7 @@ fn saved_adapters_are_peft_files() {
     };
     assert_eq!(set(&ours), set(&theirs));
     // And it loads back to the same model.
-    let again = Qwen3::<B>::load(fixture().join("base"), &Default::default())
+    let again = CausalLm::<B>::load(fixture().join("base"), &Default::default())
         .unwrap()
         .load_adapter(dir)
         .unwrap();
@@ -280,7 +280,7 @@ fn saved_adapters_are_peft_files() {
 
 #[test]
 fn fresh_adapters_start_as_the_base_and_train_only_themselves() {
-    let base = Qwen3::<AD>::load(fixture().join("base"), &Default::default()).unwrap();
+    let base = CausalLm::<AD>::load(fixture().join("base"), &Default::default()).unwrap();
     let config = LoraConfig {
         target_modules: vec!["q_proj".into(), "down_proj".into()],
         ..LoraConfig::new(2, 4.0)
@@ -350,7 +350,7 @@ fn fresh_adapters_start_as_the_base_and_train_only_themselves() {
 
 #[test]
 fn bad_adapters_are_typed_errors_naming_the_problem() {
-    let base = || Qwen3::<B>::load(fixture().join("base"), &Default::default()).unwrap();
+    let base = || CausalLm::<B>::load(fixture().join("base"), &Default::default()).unwrap();
     let src = fixture().join("adapter");
     let config: Value =
         serde_json::from_str(&std::fs::read_to_string(src.join(ADAPTER_CONFIG)).unwrap()).unwrap();

@@ -3,7 +3,7 @@
 //! Every reference value comes from `tools/gen_qwen3_fixtures.py` (HF transformers 5.24, torch
 //! 2.15, float32, eager attention), committed under `tests/fixtures/`; the real-tokenizer test
 //! reads the official Qwen3 `tokenizer.json` installed by `scripts/fetch-qwen3-tokenizer.sh` and
-//! checks the ids listed in issue 4 / `docs/qwen3.md`.
+//! checks the ids listed in issue 4 / `docs/models.md`.
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +12,8 @@ use burn::module::{AutodiffModule, Module};
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use rl_models::{
-    AttentionMask, ChatMessage, Checkpointing, ComputeDtype, EntropyMode, FinishReason,
-    GenerationConfig, MemoryPlan, ModelError, Qwen3, Qwen3Config, SaveDtype, Tokenizer, generate,
+    AttentionMask, CausalLm, ChatMessage, Checkpointing, ComputeDtype, EntropyMode, FinishReason,
+    GenerationConfig, MemoryPlan, ModelConfig, ModelError, SaveDtype, Tokenizer, generate,
     render_chat,
 };
 use safetensors::{Dtype, SafeTensors};
@@ -21,7 +21,17 @@ use serde_json::Value;
 
 type B = Flex;
 
-const MODELS: [&str; 3] = ["tied_bf16", "untied_f16_sharded", "wide_f32_hub"];
+/// The fixture models: Qwen3 (`tools/gen_qwen3_fixtures.py`), Llama and Qwen2
+/// (`tools/gen_llama_fixtures.py`).
+const MODELS: [&str; 7] = [
+    "tied_bf16",
+    "untied_f16_sharded",
+    "wide_f32_hub",
+    "llama_tied_gqa",
+    "llama_untied_rope3",
+    "llama_bias",
+    "qwen2_bias",
+];
 const LOGIT_TOL: f32 = 1e-4;
 
 // The checkout this test runs from (cargo sets CARGO_MANIFEST_DIR when it runs a test); the
@@ -133,8 +143,8 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
-fn load(model: &str) -> Qwen3<B> {
-    Qwen3::<B>::load(fixtures().join(model), &device()).unwrap()
+fn load(model: &str) -> CausalLm<B> {
+    CausalLm::<B>::load(fixtures().join(model), &device()).unwrap()
 }
 
 /// The backend-generic tests (`suite/qwen3.rs`), instantiated per backend (as in `rl-loss`):
@@ -213,7 +223,7 @@ fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-fn params_bits<Bk: Backend>(m: &Qwen3<Bk>) -> Vec<(String, Vec<usize>, Vec<u32>)> {
+fn params_bits<Bk: Backend>(m: &CausalLm<Bk>) -> Vec<(String, Vec<usize>, Vec<u32>)> {
     m.hf_tensors()
         .unwrap()
         .into_iter()
@@ -227,14 +237,14 @@ fn save_load_round_trip_is_bit_exact() {
         let m = load(model);
         let dir = temp_dir(&format!("roundtrip-{model}"));
         m.save(&dir).unwrap();
-        let back = Qwen3::<B>::load(&dir, &device()).unwrap();
+        let back = CausalLm::<B>::load(&dir, &device()).unwrap();
         assert_eq!(back.config(), &m.config().clone().with_dtype("float32"));
         assert_eq!(params_bits(&back), params_bits(&m), "{model} f32");
         // bf16, sharded: the fixtures hold bf16/f16 values, so bf16 is exact for tied_bf16
         let dir2 = temp_dir(&format!("roundtrip-bf16-{model}"));
         m.save_with(&dir2, SaveDtype::Bf16, Some(40_000)).unwrap();
         assert!(dir2.join("model.safetensors.index.json").is_file());
-        let back2 = Qwen3::<B>::load(&dir2, &device()).unwrap();
+        let back2 = CausalLm::<B>::load(&dir2, &device()).unwrap();
         if model == "tied_bf16" {
             assert_eq!(params_bits(&back2), params_bits(&m));
         } else {
@@ -258,10 +268,100 @@ trait WithDtype {
     fn with_dtype(self, d: &str) -> Self;
 }
 
-impl WithDtype for Qwen3Config {
+impl WithDtype for ModelConfig {
     fn with_dtype(mut self, d: &str) -> Self {
         self.torch_dtype = Some(d.to_string());
         self
+    }
+}
+
+/// The RoPE frequencies each fixture model computes with equal HF's `inv_freq` (stored by
+/// `tools/gen_llama_fixtures.py`; `llama_untied_rope3` has `llama3` scaling with all three of
+/// its bands in use), within one f32 ulp (`powf` against PyTorch's `pow`).
+#[test]
+fn rope_frequencies_match_hf() {
+    for model in MODELS {
+        let r = Reference::load(model);
+        if !r.has("rope.inv_freq") {
+            continue;
+        }
+        let (_, want) = r.f32("rope.inv_freq");
+        let got = load(model).config().rope_frequencies();
+        assert_eq!(got.len(), want.len(), "{model}");
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let ulps = (g.to_bits() as i64 - w.to_bits() as i64).abs();
+            assert!(ulps <= 1, "{model} inv_freq[{i}]: {g} vs HF {w}");
+        }
+    }
+}
+
+/// Partial Llama and Qwen2 `config.json` files resolve to what transformers' `LlamaConfig` /
+/// `Qwen2Config` make of them (`config_cases_llama.json`): the defaults, the bias flags HF
+/// builds, both rope spellings, HF's inverse frequencies; the cases HF builds although the
+/// model is invalid (`valid: false`, KV heads not dividing the heads) are refused.
+#[test]
+fn llama_and_qwen2_configs_follow_hf_defaults() {
+    let cases: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures().join("config_cases_llama.json")).unwrap(),
+    )
+    .unwrap();
+    for case in cases["cases"].as_array().unwrap() {
+        let mut input = case["input"].clone();
+        input["model_type"] = case["family"].clone();
+        let parsed = ModelConfig::from_json_value(&input);
+        if !case["valid"].as_bool().unwrap() {
+            assert!(parsed.is_err(), "{input} should be refused");
+            continue;
+        }
+        let cfg = parsed.unwrap_or_else(|e| panic!("{input}: {e}"));
+        let res = &case["resolved"];
+        let got = cfg.to_json_value();
+        for field in [
+            "vocab_size",
+            "hidden_size",
+            "intermediate_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "head_dim",
+            "max_position_embeddings",
+            "tie_word_embeddings",
+            "rms_norm_eps",
+            "bos_token_id",
+        ] {
+            assert_eq!(got[field], res[field], "{field} of {input}");
+        }
+        let eos: Vec<u32> = res["eos_token_id"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        assert_eq!(cfg.eos_token_id, eos, "eos of {input}");
+        assert_eq!(cfg.qkv_bias, res["q_bias"].as_bool().unwrap(), "{input}");
+        assert_eq!(cfg.o_bias, res["o_bias"].as_bool().unwrap(), "{input}");
+        assert_eq!(
+            cfg.rope_scaling.is_some(),
+            res["rope_type"] == "llama3",
+            "{input}"
+        );
+        let want: Vec<f32> = res["inv_freq"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        let got = cfg.rope_frequencies();
+        for (g, w) in got.iter().zip(&want) {
+            let ulps = (g.to_bits() as i64 - w.to_bits() as i64).abs();
+            assert!(ulps <= 1, "{input}: inv_freq {g} vs HF {w}");
+        }
+        assert_eq!(got.len(), want.len());
+        // the config written back reads the same
+        assert_eq!(
+            ModelConfig::from_json_value(&cfg.to_json_value()).unwrap(),
+            cfg
+        );
     }
 }
 
@@ -278,10 +378,10 @@ fn parameter_counts_match_hf() {
         serde_json::from_str(&std::fs::read_to_string(fixtures().join("presets.json")).unwrap())
             .unwrap();
     for (name, cfg) in [
-        ("qwen3_0_6b", Qwen3Config::qwen3_0_6b()),
-        ("qwen3_1_7b", Qwen3Config::qwen3_1_7b()),
-        ("qwen3_4b", Qwen3Config::qwen3_4b()),
-        ("qwen3_8b", Qwen3Config::qwen3_8b()),
+        ("qwen3_0_6b", ModelConfig::qwen3_0_6b()),
+        ("qwen3_1_7b", ModelConfig::qwen3_1_7b()),
+        ("qwen3_4b", ModelConfig::qwen3_4b()),
+        ("qwen3_8b", ModelConfig::qwen3_8b()),
     ] {
         let p = &presets[name];
         assert_eq!(
@@ -313,7 +413,7 @@ fn config_parsing_follows_hf_defaults_and_both_styles() {
     )
     .unwrap();
     for case in cases["cases"].as_array().unwrap() {
-        let cfg = Qwen3Config::from_json_value(&case["input"]).unwrap();
+        let cfg = ModelConfig::from_json_value(&case["input"]).unwrap();
         let res = &case["resolved"];
         let got = cfg.to_json_value();
         for field in [
@@ -339,18 +439,18 @@ fn config_parsing_follows_hf_defaults_and_both_styles() {
             .collect();
         assert_eq!(cfg.eos_token_id, eos);
         // serde goes through the same parser, and to_json_value round-trips
-        let via_serde: Qwen3Config = serde_json::from_value(case["input"].clone()).unwrap();
+        let via_serde: ModelConfig = serde_json::from_value(case["input"].clone()).unwrap();
         assert_eq!(via_serde, cfg);
         assert_eq!(
-            Qwen3Config::from_json_value(&cfg.to_json_value()).unwrap(),
+            ModelConfig::from_json_value(&cfg.to_json_value()).unwrap(),
             cfg
         );
     }
     // The Hub-style (transformers 4.51) and the transformers-5 fixture configs.
-    let hub = Qwen3Config::from_file(fixtures().join("wide_f32_hub")).unwrap();
+    let hub = ModelConfig::from_file(fixtures().join("wide_f32_hub")).unwrap();
     assert_eq!(hub.rope_theta, 1_000_000.0);
     assert_eq!(hub.torch_dtype.as_deref(), Some("float32"));
-    let new = Qwen3Config::from_file(fixtures().join("tied_bf16/config.json")).unwrap();
+    let new = ModelConfig::from_file(fixtures().join("tied_bf16/config.json")).unwrap();
     assert_eq!(new.rope_theta, 10_000.0);
     assert_eq!(new.torch_dtype.as_deref(), Some("bfloat16"));
 }
@@ -363,7 +463,7 @@ fn base_config() -> Value {
 }
 
 fn config_error(v: Value) -> (&'static str, String) {
-    match Qwen3Config::from_json_value(&v) {
+    match ModelConfig::from_json_value(&v) {
         Err(ModelError::InvalidConfig {
             field, expected, ..
         }) => (field, expected),
@@ -419,7 +519,7 @@ fn bad_config_fields_are_named() {
             "layer_types",
         ),
         (
-            with("model_type", Value::String("llama".into())),
+            with("model_type", Value::String("mistral".into())),
             "model_type",
         ),
         (with("rms_norm_eps", Value::from(-1.0)), "rms_norm_eps"),
@@ -434,7 +534,7 @@ fn bad_config_fields_are_named() {
     c.as_object_mut().unwrap().remove("vocab_size");
     assert_eq!(config_error(c).0, "vocab_size");
     assert!(matches!(
-        Qwen3Config::from_json_str("{not json"),
+        ModelConfig::from_json_str("{not json"),
         Err(ModelError::Json { .. })
     ));
 }
@@ -453,7 +553,7 @@ fn write_file(path: &Path, tensors: &[(String, Dtype, Vec<usize>, Vec<u8>)]) {
     safetensors::serialize_to_file(views, None, path).unwrap();
 }
 
-fn f32_tensors(m: &Qwen3<B>) -> Vec<(String, Dtype, Vec<usize>, Vec<u8>)> {
+fn f32_tensors(m: &CausalLm<B>) -> Vec<(String, Dtype, Vec<usize>, Vec<u8>)> {
     m.hf_tensors()
         .unwrap()
         .into_iter()
@@ -485,7 +585,7 @@ fn loader_errors_name_the_tensor() {
     let m = load("tied_bf16");
     let good = f32_tensors(&m);
     let dev = device();
-    let load_err = |dir: &Path| Qwen3::<B>::load(dir, &dev).unwrap_err();
+    let load_err = |dir: &Path| CausalLm::<B>::load(dir, &dev).unwrap_err();
 
     // missing
     let t: Vec<_> = good

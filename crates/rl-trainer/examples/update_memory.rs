@@ -10,7 +10,7 @@
 //!     [--backend cpu|cuda] [--repeats 1] [--lora-r 0] [--dtype f32|bf16]
 //! ```
 //!
-//! The model is random (`Qwen3Config::qwen3_0_6b()` / `qwen3_1_7b()` / `tiny`, seed `--seed`,
+//! The model is random (`ModelConfig::qwen3_0_6b()` / `qwen3_1_7b()` / `tiny`, seed `--seed`,
 //! f32) and so are the token ids (uniform over the vocabulary); advantages are +1 for the first
 //! half of the sequences and −1 for the rest, as in a kept group; the loss is DA3PO's preset
 //! (DAPO's token-mean clipped objective, no KL). `--lora-r R` freezes the base and trains
@@ -36,7 +36,7 @@ use burn::backend::{Autodiff, Flex};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rl_models::{Checkpointing, ComputeDtype, LoraConfig, MemoryPlan, Qwen3, Qwen3Config};
+use rl_models::{CausalLm, Checkpointing, ComputeDtype, LoraConfig, MemoryPlan, ModelConfig};
 use rl_trainer::TrainConfig;
 use rl_trainer::memory::PhasePeak;
 use rl_trainer::optim::AdamWOptimizer;
@@ -145,7 +145,7 @@ fn main() {
 /// π_old: detached log-probs of every sequence's response, in micro-batches as the trainer
 /// computes them.
 fn old_logprobs<B: AutodiffBackend>(
-    model: &Qwen3<B>,
+    model: &CausalLm<B>,
     seqs: &[(Vec<u32>, Vec<u32>)],
     a: &Args,
 ) -> Result<Vec<Vec<f32>>, Box<dyn std::error::Error>> {
@@ -173,13 +173,13 @@ fn sync<B: Backend>(device: &B::Device) -> Result<(), Box<dyn std::error::Error>
 
 fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn std::error::Error>> {
     let config = match a.shape.as_str() {
-        "0.6b" => Qwen3Config::qwen3_0_6b(),
-        "1.7b" => Qwen3Config::qwen3_1_7b(),
-        "tiny" => Qwen3Config::tiny(256),
+        "0.6b" => ModelConfig::qwen3_0_6b(),
+        "1.7b" => ModelConfig::qwen3_1_7b(),
+        "tiny" => ModelConfig::tiny(256),
         s => return Err(format!("--shape {s}: expected 0.6b, 1.7b or tiny").into()),
     };
     let t = Instant::now();
-    let mut model: Qwen3<B> = config.init_seeded(a.seed, &device)?;
+    let mut model: CausalLm<B> = config.init_seeded(a.seed, &device)?;
     if a.lora_r > 0 {
         model = model.with_lora(&LoraConfig::new(a.lora_r, 2.0 * a.lora_r as f64), a.seed)?;
     }
@@ -222,7 +222,7 @@ fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn st
 
     let mut c = TrainConfig::default();
     c.apply_preset("da3po")?;
-    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+    let mut optim = AdamWOptimizer::<B, CausalLm<B>>::new(&c.optim);
 
     let mut runs = Vec::with_capacity(a.repeats);
     for r in 1..=a.repeats {

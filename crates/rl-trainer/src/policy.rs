@@ -10,7 +10,7 @@ use std::path::Path;
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
 use rl_models::{
-    ComputeDtype, EntropyMode, LoraConfig, MemoryPlan, Qwen3, TokenLogProbs, WindowPass,
+    CausalLm, ComputeDtype, EntropyMode, LoraConfig, MemoryPlan, TokenLogProbs, WindowPass,
 };
 
 /// The folder of a checkpoint's `model/` that holds a LoRA policy's adapters (PEFT's files) and,
@@ -123,8 +123,8 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
     fn vocab_size(&self) -> usize;
 }
 
-impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
-    type Inference = Qwen3<B::InnerBackend>;
+impl<B: AutodiffBackend> Policy<B> for CausalLm<B> {
+    type Inference = CausalLm<B::InnerBackend>;
 
     /// With bf16 compute the copy holds bf16 weights, cast once per weight sync.
     fn inference(&self) -> Self::Inference {
@@ -181,11 +181,11 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
     }
 
     fn save(&self, dir: &Path) -> Result<(), TrainerError> {
-        Ok(Qwen3::save(self, dir)?)
+        Ok(CausalLm::save(self, dir)?)
     }
 
     fn save_checkpoint(&self, dir: &Path) -> Result<(), TrainerError> {
-        Qwen3::save(self, dir)?;
+        CausalLm::save(self, dir)?;
         if self.lora_config().is_some() {
             let lora = dir.join(LORA_DIR);
             self.save_adapter(&lora, None)?;
@@ -196,18 +196,18 @@ impl<B: AutodiffBackend> Policy<B> for Qwen3<B> {
 
     fn load(dir: &Path, device: &B::Device) -> Result<Self, TrainerError> {
         let lora = dir.join(LORA_DIR);
-        if lora.join(rl_models::qwen3::ADAPTER_CONFIG).is_file() {
-            return Ok(Qwen3::load(lora.join("base"), device)?.load_adapter(&lora)?);
+        if lora.join(rl_models::decoder::ADAPTER_CONFIG).is_file() {
+            return Ok(CausalLm::load(lora.join("base"), device)?.load_adapter(&lora)?);
         }
-        Ok(Qwen3::load(dir, device)?)
+        Ok(CausalLm::load(dir, device)?)
     }
 
     fn with_lora(self, config: &LoraConfig, seed: u64) -> Result<Self, TrainerError> {
-        Ok(Qwen3::with_lora(self, config, seed)?)
+        Ok(CausalLm::with_lora(self, config, seed)?)
     }
 
     fn with_compute_dtype(self, dtype: ComputeDtype) -> Result<Self, TrainerError> {
-        Qwen3::with_compute_dtype(self, dtype).map_err(|e| TrainerError::Config {
+        CausalLm::with_compute_dtype(self, dtype).map_err(|e| TrainerError::Config {
             field: "model.dtype".into(),
             message: e.to_string(),
         })

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use burn::backend::Flex;
 use common::{B, flat, task_model};
 use rl_loss::{Aggregation, LossConfig};
-use rl_models::{Checkpointing, MemoryPlan, Qwen3, Tokenizer};
+use rl_models::{CausalLm, Checkpointing, MemoryPlan, Tokenizer};
 use rl_trainer::distributed::{Worker, WorkerConfig};
 use rl_trainer::optim::AdamWOptimizer;
 use rl_trainer::tasks::ArithmeticTask;
@@ -34,7 +34,7 @@ type Seq = (Vec<u32>, Vec<u32>, Vec<f32>, f32);
 /// Eight sequences: four short responses first, four long ones after, with mixed advantages;
 /// π_old is the model's own log-probs perturbed by a fixed pattern, so that ratios differ from
 /// 1 and clipping is exercised from the first step.
-fn batch(model: &Qwen3<B>, tok: &Tokenizer) -> Vec<Seq> {
+fn batch(model: &CausalLm<B>, tok: &Tokenizer) -> Vec<Seq> {
     let items = [
         ("3+4=", "7", 1.0f32),
         ("9-2=", "7", -0.5),
@@ -133,7 +133,7 @@ fn loss_config(aggregation: Aggregation) -> (TrainConfig, LossConfig) {
 /// `STEPS` optimizer updates on `b` (this worker's share when `worker` is given, else the
 /// whole mini-batch).
 fn run(
-    model: Qwen3<B>,
+    model: CausalLm<B>,
     b: &[Seq],
     aggregation: Aggregation,
     worker: Option<&DataParallel<Flex>>,
@@ -143,7 +143,7 @@ fn run(
 
 /// [`run`] with micro-batches of at most `micro.0` sequences and `micro.1` padded tokens.
 fn run_micro(
-    model: Qwen3<B>,
+    model: CausalLm<B>,
     b: &[Seq],
     aggregation: Aggregation,
     worker: Option<&DataParallel<Flex>>,
@@ -155,7 +155,7 @@ fn run_micro(
 
 /// [`STEPS`] updates with `loss`, `micro`-batches and the memory plan `memory`.
 fn run_with(
-    model: Qwen3<B>,
+    model: CausalLm<B>,
     b: &[Seq],
     loss: &LossConfig,
     worker: Option<&DataParallel<Flex>>,
@@ -163,7 +163,7 @@ fn run_with(
     memory: MemoryPlan,
 ) -> Run {
     let (c, _) = loss_config(loss.aggregation);
-    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+    let mut optim = AdamWOptimizer::<B, CausalLm<B>>::new(&c.optim);
     let seqs = train_seqs(b);
     let (mut policy, mut losses, mut norms) = (model, vec![], vec![]);
     let single = DataParallel::single();
@@ -191,7 +191,7 @@ fn run_with(
 
 /// Two workers (threads) joined by burn-collective, worker 0 holding the first `SPLIT`
 /// sequences and worker 1 the rest.
-fn sharded(model: Qwen3<B>, b: &[Seq], aggregation: Aggregation) -> [Run; 2] {
+fn sharded(model: CausalLm<B>, b: &[Seq], aggregation: Aggregation) -> [Run; 2] {
     let shards = [&b[..SPLIT], &b[SPLIT..]];
     let runs = std::thread::scope(|s| {
         let handles: Vec<_> = shards
@@ -246,9 +246,9 @@ fn rel(a: f64, b: f64) -> f64 {
 
 /// The loss of one worker's shard with its own (local) normaliser, as a naive data-parallel
 /// trainer would form it before averaging over workers.
-fn local_loss(model: &Qwen3<B>, shard: &[Seq], aggregation: Aggregation) -> f64 {
+fn local_loss(model: &CausalLm<B>, shard: &[Seq], aggregation: Aggregation) -> f64 {
     let (c, loss) = loss_config(aggregation);
-    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+    let mut optim = AdamWOptimizer::<B, CausalLm<B>>::new(&c.optim);
     let out = policy_update(
         model.clone(),
         &mut optim,
@@ -332,7 +332,7 @@ fn two_workers_equal_one_with_seq_mean_token_mean() {
 /// Two trainers on one worker each, data set and seed alike, with one generation chunk per
 /// prompt (`generation_batch` = G: a prompt's samples depend only on its seed and the weights,
 /// not on which worker batches them).
-fn chunked_trainer(out: &std::path::Path, model: Qwen3<B>) -> Trainer<B, Qwen3<B>> {
+fn chunked_trainer(out: &std::path::Path, model: CausalLm<B>) -> Trainer<B, CausalLm<B>> {
     let tok = ArithmeticTask::tokenizer().unwrap();
     let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
     // DAPO without the filter: a random model is rarely right, but the soft overlong penalty

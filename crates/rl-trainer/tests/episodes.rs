@@ -13,7 +13,7 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use rl_env::{EpisodeEnd, Message, Trajectory, TurnCodec, render_tool_call};
 use rl_loss::IsCorrection;
-use rl_models::{ChatMessage, EntropyMode, MemoryPlan, Qwen3, Tokenizer};
+use rl_models::{CausalLm, ChatMessage, EntropyMode, MemoryPlan, Tokenizer};
 use rl_rollout::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, SamplingParams,
     WeightVersion, WeightsKind, WeightsRef,
@@ -198,10 +198,10 @@ fn tool_prompts_and_observations_match_transformers() {
 /// A tiny model over the tool-use tokenizer, and a trainer on two prompts with `[rollout.env]`
 /// (calculator), π_old from each update's own forward, no importance correction; the trainer
 /// writes into the returned temporary folder.
-fn tool_trainer(out: &str, steps: usize) -> (Trainer<B, Qwen3<B>>, Tokenizer, common::TmpDir) {
+fn tool_trainer(out: &str, steps: usize) -> (Trainer<B, CausalLm<B>>, Tokenizer, common::TmpDir) {
     let demo = ToolUseDemo::default();
     let data = demo.data().unwrap();
-    let model: Qwen3<B> = data.model.init_seeded(3, &Default::default()).unwrap();
+    let model: CausalLm<B> = data.model.init_seeded(3, &Default::default()).unwrap();
     let mut c: TrainConfig = demo.train.clone();
     let dir = common::tmp("episodes", out);
     c.out_dir = dir.to_path_buf();
@@ -253,7 +253,7 @@ fn sample(engine: &mut dyn RolloutEngine, prompt: Vec<u32>, seed: u64, stop: &[u
 /// Two turns sampled by the in-process engine around a hand-rendered calculator observation;
 /// returns the prompt and the trajectory.
 fn hand_built_episode(
-    t: &Trainer<B, Qwen3<B>>,
+    t: &Trainer<B, CausalLm<B>>,
     tok: &Tokenizer,
     problem: &str,
     seed: u64,
@@ -374,7 +374,7 @@ fn a_two_turn_episode_trains_on_exactly_its_sampled_tokens() {
     let mut cfg = t.config().clone();
     cfg.optim.grad_clip = 0.0;
     let policy = t.policy().clone();
-    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&cfg.optim);
+    let mut optim = AdamWOptimizer::<B, CausalLm<B>>::new(&cfg.optim);
     let out = policy_update(
         policy.clone(),
         &mut optim,
@@ -524,7 +524,7 @@ fn a_run_with_tool_calls_reports_turns_and_tool_use() {
     cfg.filter = rl_sampler::FilterConfig::None;
     let demo = ToolUseDemo::default();
     let data = demo.data().unwrap();
-    let t = Trainer::<B, Qwen3<B>>::new(
+    let t = Trainer::<B, CausalLm<B>>::new(
         cfg,
         data.model.init_seeded(3, &Default::default()).unwrap(),
         tok.clone(),
@@ -591,7 +591,7 @@ fn multi_turn_config_errors_name_the_field() {
     );
     let mut c = demo.train.clone();
     c.rollout.env.as_mut().unwrap().tools.enabled = vec!["web".into()];
-    let e = Trainer::<B, Qwen3<B>>::new(
+    let e = Trainer::<B, CausalLm<B>>::new(
         c,
         demo.data()
             .unwrap()
@@ -731,7 +731,7 @@ fn the_code_verifier_scores_rollouts_in_the_trainer() {
             prompt(1, "Read a and b; print a+b.", &tests(4, 4), "code"),
         ],
     };
-    let mut t = Trainer::<B, Qwen3<B>>::new(
+    let mut t = Trainer::<B, CausalLm<B>>::new(
         c,
         data.model.init_seeded(1, &Default::default()).unwrap(),
         tok.clone(),

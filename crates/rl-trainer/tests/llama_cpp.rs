@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use burn::module::AutodiffModule;
-use rl_models::{GgufDtype, Qwen3, Qwen3Config, Tokenizer, export_gguf};
+use rl_models::{CausalLm, GgufDtype, ModelConfig, Tokenizer, export_gguf};
 use rl_rollout::{
     GenerateRequest, LLAMA_SERVER_LAUNCH, LlamaCppEngine, ManagedServer, RetryPolicy,
     RolloutEngine, SamplingParams,
@@ -120,7 +120,7 @@ fn start_server(bin: &Path, gguf: &Path, dir: &Path) -> ManagedServer {
 }
 
 /// Writes `model` and `tok` as a GGUF file in `dir`.
-fn export(model: &Qwen3<B>, tok: &Tokenizer, dir: &Path) -> PathBuf {
+fn export(model: &CausalLm<B>, tok: &Tokenizer, dir: &Path) -> PathBuf {
     Policy::<B>::save(model, dir).unwrap();
     tok.save(dir.join("tokenizer.json")).unwrap();
     let gguf = dir.join("model.gguf");
@@ -154,10 +154,10 @@ fn greedy_continuations_and_log_probs_match_llama_server() {
         return;
     };
     let tok = Tokenizer::from_file(&tok_path).unwrap();
-    let mut cfg = Qwen3Config::tiny(151_936);
+    let mut cfg = ModelConfig::tiny(151_936);
     cfg.initializer_range = 0.3; // sharp logits: a clear argmax at every step
     cfg.eos_token_id = rl_trainer::end_token_ids(&tok);
-    let model: Qwen3<B> = cfg.init_seeded(11, &Default::default()).unwrap();
+    let model: CausalLm<B> = cfg.init_seeded(11, &Default::default()).unwrap();
     let dir = tmp("parity");
     let gguf = export(&model, &tok, &dir);
     let server = start_server(&bin, &gguf, &dir);
@@ -198,7 +198,7 @@ fn greedy_continuations_and_log_probs_match_llama_server() {
     assert!(worst < 1e-3, "{worst}");
 }
 
-fn task_model() -> (Qwen3<B>, Tokenizer) {
+fn task_model() -> (CausalLm<B>, Tokenizer) {
     common::task_model(5, None)
 }
 
@@ -215,7 +215,7 @@ fn managed_engine(
     bin: &Path,
     tok: &Tokenizer,
     dir: &Path,
-    model: &Qwen3<B>,
+    model: &CausalLm<B>,
     version: u64,
 ) -> (LlamaCppEngine, Arc<Mutex<ManagedServer>>) {
     std::fs::create_dir_all(dir.join("initial")).unwrap();
@@ -328,7 +328,7 @@ fn training_through_llama_server_syncs_weights_and_survives_a_killed_server() {
     cfg5.steps = 5;
     drop(t);
     let ckpt = latest_checkpoint(&out).unwrap();
-    let r = Trainer::<B, Qwen3<B>>::resume(
+    let r = Trainer::<B, CausalLm<B>>::resume(
         cfg5.clone(),
         &ckpt,
         tok.clone(),
@@ -359,9 +359,15 @@ fn training_through_llama_server_syncs_weights_and_survives_a_killed_server() {
         "{e}"
     );
     drop(r);
-    let r =
-        Trainer::<B, Qwen3<B>>::resume(cfg5, &ckpt, tok.clone(), train, None, Default::default())
-            .unwrap();
+    let r = Trainer::<B, CausalLm<B>>::resume(
+        cfg5,
+        &ckpt,
+        tok.clone(),
+        train,
+        None,
+        Default::default(),
+    )
+    .unwrap();
     let policy = r.policy().clone();
     let (engine, _server2) = managed_engine(&bin, &tok, &dir.join("again"), &policy, 3);
     let mut r = r.with_engine(Box::new(engine)).unwrap();
@@ -554,7 +560,7 @@ fn a_two_turn_episode_through_llama_server_is_scored_as_sampled() {
     let demo = ToolUseDemo::default();
     let data = demo.data().unwrap();
     let tok = data.tokenizer.clone();
-    let model: Qwen3<B> = data.model.init_seeded(17, &Default::default()).unwrap();
+    let model: CausalLm<B> = data.model.init_seeded(17, &Default::default()).unwrap();
     let dir = tmp("episode");
     let gguf = export(&model, &tok, &dir);
     let server = start_server(&bin, &gguf, &dir);

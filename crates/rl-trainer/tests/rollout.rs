@@ -9,7 +9,7 @@ use burn::backend::Flex;
 use burn::module::AutodiffModule;
 use burn::prelude::*;
 use rl_loss::IsCorrection;
-use rl_models::{GenerationConfig, Qwen3, RowSeed};
+use rl_models::{CausalLm, GenerationConfig, RowSeed};
 use rl_rollout::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, SamplingParams,
     WeightVersion, WeightsKind, WeightsRef,
@@ -27,7 +27,7 @@ fn tmp(name: &str) -> common::TmpDir {
 }
 
 /// A tiny model with an init scale 10× HF's, so that log-probs differ by position.
-fn model(seed: u64) -> Qwen3<B> {
+fn model(seed: u64) -> CausalLm<B> {
     common::task_model(seed, Some(0.2)).0
 }
 
@@ -35,7 +35,7 @@ fn config(out: &Path, steps: usize) -> TrainConfig {
     common::grpo_one_update(out, steps)
 }
 
-fn trainer(cfg: TrainConfig, m: Qwen3<B>) -> Trainer<B, Qwen3<B>> {
+fn trainer(cfg: TrainConfig, m: CausalLm<B>) -> Trainer<B, CausalLm<B>> {
     let tok = ArithmeticTask::tokenizer().unwrap();
     let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
     Trainer::new(cfg, m, tok, train, None, Default::default()).unwrap()
@@ -49,7 +49,7 @@ fn without_timing(m: &StepMetrics) -> serde_json::Value {
     v
 }
 
-fn flat(m: &Qwen3<B>) -> Vec<f32> {
+fn flat(m: &CausalLm<B>) -> Vec<f32> {
     let dir = tmp(&format!("flat-{:p}", m));
     Policy::<B>::save(m, &dir).unwrap();
     let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
@@ -125,7 +125,7 @@ fn local_engine_streams_batches_and_weight_updates() {
         .update_weights(WeightsRef::InProcess(Box::new(42u32)), 4)
         .unwrap_err();
     assert!(matches!(e, EngineError::Weights { version: 4, .. }), "{e}");
-    assert!(e.to_string().contains("Qwen3"), "{e}");
+    assert!(e.to_string().contains("CausalLm"), "{e}");
     assert_eq!(engine.version(), 3);
 
     let other = model(2);
@@ -155,7 +155,7 @@ fn local_engine_streams_batches_and_weight_updates() {
 #[test]
 fn tempered_log_probs_agree_between_engine_and_trainer() {
     let m = model(3);
-    let inner: Qwen3<Inner> = m.valid();
+    let inner: CausalLm<Inner> = m.valid();
     let mut engine = LocalEngine::new(inner.clone(), 0, 0, None);
     let prompt = vec![5u32, 6, 7, 8];
     let out = engine
@@ -217,7 +217,7 @@ fn tempered_log_probs_agree_between_engine_and_trainer() {
 /// The local engine with its replies changed by `tweak` before the trainer sees them: a
 /// generator whose log-probs or versions are off by known amounts.
 struct Tweaked {
-    inner: LocalEngine<Qwen3<Inner>>,
+    inner: LocalEngine<CausalLm<Inner>>,
     tweak: Tweak,
 }
 
@@ -474,7 +474,7 @@ fn engine_start_error(out: &Path, toml: &str) -> String {
     let cfg = TrainConfig::from_toml_str(toml, &config(out, 1)).unwrap();
     let tok = ArithmeticTask::tokenizer().unwrap();
     let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
-    match Trainer::<B, Qwen3<B>>::new(cfg, model(7), tok, train, None, Default::default()) {
+    match Trainer::<B, CausalLm<B>>::new(cfg, model(7), tok, train, None, Default::default()) {
         Ok(_) => panic!("a trainer without its engine"),
         Err(e) => e.to_string(),
     }

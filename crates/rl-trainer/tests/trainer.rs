@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use rl_advantage::EstimatorConfig;
 use rl_loss::{Aggregation, KlEstimator, PolicyLoss};
-use rl_models::Qwen3;
+use rl_models::CausalLm;
 use rl_sampler::FilterConfig;
 use rl_trainer::config::{DataSection, PromptTemplate};
 use rl_trainer::data::{Dataset, PromptRenderer, PromptSampler, PromptText};
@@ -378,7 +378,7 @@ fn tiny_run(
     Dataset,
     Dataset,
     rl_models::Tokenizer,
-    Qwen3<B>,
+    CausalLm<B>,
 ) {
     let (train, eval) = ArithmeticTask::default().split(3, 20, 4).unwrap();
     let (model, tok) = common::task_model(5, None);
@@ -430,9 +430,9 @@ fn lora_trains_only_the_adapters_and_resumes_exactly() {
     let lora = rl_models::LoraConfig::new(4, 8.0);
     let (a, model) = resumes_exactly_with(0, Some(lora));
     let ckpt = latest_checkpoint(&a).unwrap().join("model");
-    let base = Qwen3::<B>::load(ckpt.join("lora/base"), &Default::default()).unwrap();
+    let base = CausalLm::<B>::load(ckpt.join("lora/base"), &Default::default()).unwrap();
     assert_eq!(weights(&base), weights(&model), "the frozen base changed");
-    let merged = Qwen3::<B>::load(&ckpt, &Default::default()).unwrap();
+    let merged = CausalLm::<B>::load(&ckpt, &Default::default()).unwrap();
     let moved = weights(&merged)
         .iter()
         .zip(weights(&model))
@@ -456,7 +456,7 @@ fn bf16_compute_trains_f32_masters_and_resumes_exactly() {
             .iter()
             .all(|m| m.loss.is_finite() && m.grad_norm.is_finite())
     );
-    let saved = Qwen3::<B>::load(
+    let saved = CausalLm::<B>::load(
         latest_checkpoint(&a).unwrap().join("model"),
         &Default::default(),
     )
@@ -538,7 +538,7 @@ fn adaptive_group_sizes_follow_difficulty_and_resume_exactly() {
 fn resumes_exactly_with(
     k: usize,
     lora: Option<rl_models::LoraConfig>,
-) -> (common::TmpDir, Qwen3<B>) {
+) -> (common::TmpDir, CausalLm<B>) {
     let tag = if lora.is_some() { "lora" } else { "" };
     resumes_exactly_tweaked(k, tag, |c| c.model.lora = lora.clone())
 }
@@ -549,7 +549,7 @@ fn resumes_exactly_tweaked(
     k: usize,
     tag: &str,
     tweak: impl Fn(&mut TrainConfig),
-) -> (common::TmpDir, Qwen3<B>) {
+) -> (common::TmpDir, CausalLm<B>) {
     let a = tmp(&format!("full-k{k}-{tag}"));
     let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 4);
     cfg.rollout.max_staleness = k;
@@ -600,7 +600,7 @@ fn resumes_exactly_tweaked(
     cfg4.rollout.max_staleness = k;
     tweak(&mut cfg4);
     let mut r =
-        Trainer::<B, Qwen3<B>>::resume(cfg4, &ckpt, tok, train, Some(eval), Default::default())
+        Trainer::<B, CausalLm<B>>::resume(cfg4, &ckpt, tok, train, Some(eval), Default::default())
             .unwrap();
     assert_eq!(r.step_count(), 2);
     r.run(|_| {}).unwrap();
@@ -627,7 +627,7 @@ fn resume_rejects_a_changed_config() {
     t.run(|_| {}).unwrap();
     let (mut cfg, ..) = tiny_run("dr_grpo", &a, 3);
     cfg.optim.lr = 5e-3;
-    let e = Trainer::<B, Qwen3<B>>::resume(
+    let e = Trainer::<B, CausalLm<B>>::resume(
         cfg,
         &latest_checkpoint(&a).unwrap(),
         tok,
@@ -667,11 +667,11 @@ fn dapo_on_a_hopeless_model_stops_with_a_clear_error() {
 /// every loss non-finite. It stands for a forward or backward pass that overflows.
 #[derive(burn::module::Module, Clone, Debug)]
 struct InfiniteGradient<Bk: burn::tensor::backend::Backend> {
-    inner: Qwen3<Bk>,
+    inner: CausalLm<Bk>,
 }
 
 impl rl_trainer::Policy<B> for InfiniteGradient<B> {
-    type Inference = <Qwen3<B> as rl_trainer::Policy<B>>::Inference;
+    type Inference = <CausalLm<B> as rl_trainer::Policy<B>>::Inference;
     fn inference(&self) -> Self::Inference {
         rl_trainer::Policy::<B>::inference(&self.inner)
     }
@@ -683,7 +683,7 @@ impl rl_trainer::Policy<B> for InfiniteGradient<B> {
         entropy: rl_models::EntropyMode,
         temperature: f32,
     ) -> Result<rl_models::TokenLogProbs<B>, TrainerError> {
-        let mut lp = <Qwen3<B> as rl_trainer::Policy<B>>::logprobs(
+        let mut lp = <CausalLm<B> as rl_trainer::Policy<B>>::logprobs(
             &self.inner,
             ids,
             starts,
@@ -702,7 +702,7 @@ impl rl_trainer::Policy<B> for InfiniteGradient<B> {
         width: usize,
         temperature: f32,
     ) -> Result<Vec<Vec<f32>>, TrainerError> {
-        <Qwen3<B> as rl_trainer::Policy<B>>::logprobs_detached(
+        <CausalLm<B> as rl_trainer::Policy<B>>::logprobs_detached(
             &self.inner,
             ids,
             starts,
@@ -715,7 +715,7 @@ impl rl_trainer::Policy<B> for InfiniteGradient<B> {
     }
     fn load(dir: &Path, device: &burn::tensor::Device<B>) -> Result<Self, TrainerError> {
         Ok(Self {
-            inner: <Qwen3<B> as rl_trainer::Policy<B>>::load(dir, device)?,
+            inner: <CausalLm<B> as rl_trainer::Policy<B>>::load(dir, device)?,
         })
     }
     fn vocab_size(&self) -> usize {
@@ -723,7 +723,7 @@ impl rl_trainer::Policy<B> for InfiniteGradient<B> {
     }
 }
 
-fn weights(m: &Qwen3<B>) -> Vec<f32> {
+fn weights(m: &CausalLm<B>) -> Vec<f32> {
     m.hf_tensors()
         .unwrap()
         .into_iter()
@@ -833,7 +833,7 @@ fn adamw_skips_a_non_finite_gradient_norm() {
             self.grads.register(p.id, g);
         }
     }
-    let grads = |model: &Qwen3<B>, value: f32| {
+    let grads = |model: &CausalLm<B>, value: f32| {
         let mut v = Grads {
             grads: GradientsParams::new(),
             value,
@@ -845,14 +845,14 @@ fn adamw_skips_a_non_finite_gradient_norm() {
     let (_, _, _, _, model) = tiny_run("grpo", &dir, 1);
     let cfg = TrainConfig::default().optim;
     let before = weights(&model);
-    let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&cfg);
+    let mut optim = AdamWOptimizer::<B, CausalLm<B>>::new(&cfg);
     let g = grads(&model, f32::NAN);
     let out = optim.step(1e-3, model.clone(), g);
     assert!(!out.applied && out.grad_norm.is_nan());
     assert_eq!(weights(&out.model), before);
     // Then a finite gradient: identical to a fresh optimizer's first step (moments untouched).
     let after_skip = optim.step(1e-3, out.model, grads(&model, 0.5));
-    let mut fresh = AdamWOptimizer::<B, Qwen3<B>>::new(&cfg);
+    let mut fresh = AdamWOptimizer::<B, CausalLm<B>>::new(&cfg);
     let reference = fresh.step(1e-3, model.clone(), grads(&model, 0.5));
     assert!(after_skip.applied && reference.applied);
     assert_eq!(weights(&after_skip.model), weights(&reference.model));

@@ -4,8 +4,8 @@
 // sample generated alone equals the same sample generated in a batch, bit for bit: not on GPUs,
 // nor on a CPU with AVX-512, whose GEMM kernel depends on the product's row count).
 
-fn load(model: &str) -> Qwen3<B> {
-    Qwen3::<B>::load(fixtures().join(model), &dev()).unwrap()
+fn load(model: &str) -> CausalLm<B> {
+    CausalLm::<B>::load(fixtures().join(model), &dev()).unwrap()
 }
 
 #[test]
@@ -43,7 +43,7 @@ fn token_logprobs_and_entropy_match_hf() {
 /// `want`'s `seq{i}.logprobs` and `seq{i}.entropy`, each within `tol`; `label` names the model
 /// (and dtype) in messages.
 fn check_token_logprobs(
-    m: &Qwen3<B>,
+    m: &CausalLm<B>,
     ids: &[i64],
     want: &Reference,
     i: usize,
@@ -100,10 +100,7 @@ fn padded_batches_equal_unpadded_runs() {
                     let p = offset + k;
                     let ours = &logits[(row * t + p) * vocab..(row * t + p + 1) * vocab];
                     let d = max_abs_diff(ours, &alone[k * vocab..(k + 1) * vocab]);
-                    assert!(
-                        d <= TOL,
-                        "{model} {side} row {row} pos {k}: |Δ| = {d}"
-                    );
+                    assert!(d <= TOL, "{model} {side} row {row} pos {k}: |Δ| = {d}");
                     let d = max_abs_diff(
                         ours,
                         &hf_padded[(row * t + p) * vocab..(row * t + p + 1) * vocab],
@@ -118,10 +115,7 @@ fn padded_batches_equal_unpadded_runs() {
                     let real = mask.is_valid(row, q) && mask.is_valid(row, q + 1);
                     if real {
                         let want = alone_lp[q - offset];
-                        assert!(
-                            (got - want).abs() <= TOL,
-                            "{model} {side} lp {row},{q}"
-                        );
+                        assert!((got - want).abs() <= TOL, "{model} {side} lp {row},{q}");
                     } else {
                         assert_eq!(
                             got, 0.0,
@@ -259,7 +253,9 @@ fn long_kv_cache_decoding_equals_full_forward() {
     let mut cache = m.new_cache(2, n);
     let prompt = 10;
     let take = |from: usize, to: usize| -> Vec<i64> {
-        (0..2).flat_map(|r| ids[r * n + from..r * n + to].to_vec()).collect()
+        (0..2)
+            .flat_map(|r| ids[r * n + from..r * n + to].to_vec())
+            .collect()
     };
     let head = AttentionMask::left_padded(&[prompt, prompt - 7], prompt).unwrap();
     let mut got = vec![Vec::new(); 2];
@@ -276,8 +272,12 @@ fn long_kv_cache_decoding_equals_full_forward() {
     }
     for p in prompt..n {
         let logits = to_vec(
-            m.forward(int_tensor(&take(p, p + 1), [2, 1], &dev()), None, Some(&mut cache))
-                .unwrap(),
+            m.forward(
+                int_tensor(&take(p, p + 1), [2, 1], &dev()),
+                None,
+                Some(&mut cache),
+            )
+            .unwrap(),
         );
         for r in 0..2 {
             got[r].extend_from_slice(&logits[r * vocab..(r + 1) * vocab]);
@@ -319,7 +319,11 @@ fn long_generation_logprobs_match_teacher_forcing() {
             .unwrap();
         let lp = to_vec(lp.logprobs);
         let d = max_abs_diff(&lp[p.len() - 1..], &g.logprobs);
-        assert!(d <= TOL, "{p:?}: |Δlogprob| = {d} over {} tokens", g.tokens.len());
+        assert!(
+            d <= TOL,
+            "{p:?}: |Δlogprob| = {d} over {} tokens",
+            g.tokens.len()
+        );
         match g.finish_reason {
             FinishReason::Stop => assert_eq!(g.tokens.last(), Some(&64)),
             FinishReason::Length => assert_eq!(g.tokens.len(), 90),
@@ -345,9 +349,10 @@ impl Grads {
 }
 
 /// `grad.<name>` of the fixture in HF layout, and ours.
-fn hf_grad(m: &Qwen3<AD>, name: &str, grads: &Grads) -> Vec<f32> {
-    let lin = |l: &rl_models::qwen3::Qwen3Linear<AD>| grads.of(&l.weight); // [out, in] as in HF
-    let norm = |w: &rl_models::qwen3::Qwen3RmsNorm<AD>| grads.of(&w.weight);
+fn hf_grad(m: &CausalLm<AD>, name: &str, grads: &Grads) -> Vec<f32> {
+    let lin = |l: &rl_models::decoder::Linear<AD>| grads.of(&l.weight); // [out, in] as in HF
+    let norm = |w: &rl_models::decoder::RmsNorm<AD>| grads.of(&w.weight);
+    let bias = |l: &rl_models::decoder::Linear<AD>| grads.of(l.bias.as_ref().expect("bias"));
     if name == "model.embed_tokens.weight" {
         return grads.of(&m.embed_tokens.weight);
     }
@@ -368,8 +373,12 @@ fn hf_grad(m: &Qwen3<AD>, name: &str, grads: &Grads) -> Vec<f32> {
         "self_attn.k_proj.weight" => lin(&a.k_proj),
         "self_attn.v_proj.weight" => lin(&a.v_proj),
         "self_attn.o_proj.weight" => lin(&a.o_proj),
-        "self_attn.q_norm.weight" => norm(&a.q_norm),
-        "self_attn.k_norm.weight" => norm(&a.k_norm),
+        "self_attn.q_proj.bias" => bias(&a.q_proj),
+        "self_attn.k_proj.bias" => bias(&a.k_proj),
+        "self_attn.v_proj.bias" => bias(&a.v_proj),
+        "self_attn.o_proj.bias" => bias(&a.o_proj),
+        "self_attn.q_norm.weight" => norm(a.q_norm.as_ref().expect("q_norm")),
+        "self_attn.k_norm.weight" => norm(a.k_norm.as_ref().expect("k_norm")),
         "mlp.gate_proj.weight" => lin(&layer.mlp.gate_proj),
         "mlp.up_proj.weight" => lin(&layer.mlp.up_proj),
         "mlp.down_proj.weight" => lin(&layer.mlp.down_proj),
@@ -402,7 +411,7 @@ fn check_gradients(model: &str, tile: usize, path: LogprobPath) {
 /// f32 master weights) checked to be f32.
 fn check_gradients_in(model: &str, tile: usize, path: LogprobPath, dtype: ComputeDtype) {
     let dev = dev();
-    let m = Qwen3::<AD>::load(fixtures().join(model), &dev)
+    let m = CausalLm::<AD>::load(fixtures().join(model), &dev)
         .unwrap()
         .with_compute_dtype(dtype)
         .unwrap();
@@ -417,13 +426,19 @@ fn check_gradients_in(model: &str, tile: usize, path: LogprobPath, dtype: Comput
     };
     let (shape, ids, mask) = mask_from(&r, "right");
     let [b0, t] = [shape[0], shape[1]];
-    let tile = if tile == 0 { 256 / (b0 * (t - 1)) + 1 } else { tile };
+    let tile = if tile == 0 {
+        256 / (b0 * (t - 1)) + 1
+    } else {
+        tile
+    };
     let b = b0 * tile;
     let ids: Vec<i64> = (0..tile).flat_map(|_| ids.iter().copied()).collect();
     let mask = AttentionMask::new(
         b,
         t,
-        (0..tile).flat_map(|_| mask.as_slice().iter().copied()).collect(),
+        (0..tile)
+            .flat_map(|_| mask.as_slice().iter().copied())
+            .collect(),
     )
     .unwrap();
     let ids = int_tensor::<AD>(&ids, [b, t], &dev);
@@ -432,7 +447,8 @@ fn check_gradients_in(model: &str, tile: usize, path: LogprobPath, dtype: Comput
     let (out, pass) = match path {
         LogprobPath::Full => (m.token_logprobs(ids, Some(&mask), mode).unwrap(), None),
         LogprobPath::Window => (
-            m.token_logprobs_from(ids, Some(&mask), &starts, t - 1, mode).unwrap(),
+            m.token_logprobs_from(ids, Some(&mask), &starts, t - 1, mode)
+                .unwrap(),
             None,
         ),
         LogprobPath::Plan(plan) => {
@@ -462,7 +478,11 @@ fn check_gradients_in(model: &str, tile: usize, path: LogprobPath, dtype: Comput
     };
     if let Grads::Tape(g) = &grads {
         let w = m.embed_tokens.weight.val();
-        assert_eq!(w.dtype(), burn::tensor::DType::F32, "master weights stay f32");
+        assert_eq!(
+            w.dtype(),
+            burn::tensor::DType::F32,
+            "master weights stay f32"
+        );
         assert_eq!(w.grad(g).unwrap().dtype(), burn::tensor::DType::F32);
     }
     let st = SafeTensors::deserialize(&want_ref.bytes).unwrap();
@@ -506,9 +526,18 @@ fn gradients_match_hf() {
 fn memory_plan_gradients_match_hf() {
     for model in MODELS {
         for plan in [
-            MemoryPlan { logprob_chunk: 3, checkpointing: Checkpointing::None },
-            MemoryPlan { logprob_chunk: 0, checkpointing: Checkpointing::Layers },
-            MemoryPlan { logprob_chunk: 1, checkpointing: Checkpointing::Layers },
+            MemoryPlan {
+                logprob_chunk: 3,
+                checkpointing: Checkpointing::None,
+            },
+            MemoryPlan {
+                logprob_chunk: 0,
+                checkpointing: Checkpointing::Layers,
+            },
+            MemoryPlan {
+                logprob_chunk: 1,
+                checkpointing: Checkpointing::Layers,
+            },
         ] {
             check_gradients(model, 1, LogprobPath::Plan(plan));
         }
@@ -529,10 +558,15 @@ fn large_batches_match_hf() {
         let mask = AttentionMask::new(
             b,
             t,
-            (0..tile).flat_map(|_| mask.as_slice().iter().copied()).collect(),
+            (0..tile)
+                .flat_map(|_| mask.as_slice().iter().copied())
+                .collect(),
         )
         .unwrap();
-        let logits = to_vec(m.forward(int_tensor(&ids, [b, t], &dev()), Some(&mask), None).unwrap());
+        let logits = to_vec(
+            m.forward(int_tensor(&ids, [b, t], &dev()), Some(&mask), None)
+                .unwrap(),
+        );
         let (_, hf) = r.f32("left.logits");
         let vocab = m.config().vocab_size;
         for row in 0..b {
@@ -691,10 +725,9 @@ fn sampling_is_seeded_and_independent_of_batch_composition() {
     }
 }
 
-
 #[test]
 fn random_init_is_seeded_and_trains_under_autodiff() {
-    let cfg = Qwen3Config::tiny(20);
+    let cfg = ModelConfig::tiny(20);
     let dev = dev();
     let a = cfg.init_seeded::<B>(7, &dev).unwrap();
     let b = cfg.init_seeded::<B>(7, &dev).unwrap();
@@ -722,7 +755,7 @@ fn random_init_is_seeded_and_trains_under_autodiff() {
     // one SGD step on the log-prob of a sequence raises it (autodiff + valid() round trip)
     let m = cfg.init_seeded::<AD>(7, &dev).unwrap();
     let ids: Vec<i64> = (0..12).map(|i| (i * 7 % 20) as i64).collect();
-    let score = |m: &Qwen3<B>| {
+    let score = |m: &CausalLm<B>| {
         let lp = m
             .token_logprobs(int_tensor(&ids, [1, 12], &dev), None, EntropyMode::None)
             .unwrap();
@@ -748,12 +781,11 @@ fn random_init_is_seeded_and_trains_under_autodiff() {
     );
 }
 
-
 #[test]
 fn model_modules_move_between_backends() {
     // autodiff -> inner keeps the weights (generation runs on model.valid())
-    let m = Qwen3::<AD>::load(fixtures().join("tied_bf16"), &dev()).unwrap();
-    let inner: Qwen3<B> = m.valid();
+    let m = CausalLm::<AD>::load(fixtures().join("tied_bf16"), &dev()).unwrap();
+    let inner: CausalLm<B> = m.valid();
     assert_eq!(params_bits(&inner), params_bits(&load("tied_bf16")));
     assert_eq!(inner.config(), m.config());
 }
@@ -783,8 +815,8 @@ const BF16_TOL: Bf16Tol = Bf16Tol {
 
 /// The fixture model computing in bf16, or `None` after checking that this backend refuses bf16
 /// with an error that says so (burn's wgpu: no bf16 in WGSL).
-fn bf16_model(model: &str) -> Option<Qwen3<B>> {
-    let supported = rl_models::qwen3::backend_supports::<B>(ComputeDtype::Bf16, &dev());
+fn bf16_model(model: &str) -> Option<CausalLm<B>> {
+    let supported = rl_models::decoder::backend_supports::<B>(ComputeDtype::Bf16, &dev());
     match load(model).with_compute_dtype(ComputeDtype::Bf16) {
         Ok(m) => {
             assert!(supported, "bf16 accepted where supports_dtype is false");
@@ -863,7 +895,9 @@ fn bf16_gradients_reach_f32_masters_and_match_hf_bf16() {
 /// f32 masters cast at use compute, and generates through the KV cache (bf16 cache tensors).
 #[test]
 fn bf16_weight_copy_equals_cast_at_use_and_generates() {
-    let Some(m) = bf16_model("tied_bf16") else { return };
+    let Some(m) = bf16_model("tied_bf16") else {
+        return;
+    };
     let r = Reference::load("tied_bf16");
     let (_, ids) = r.i64("seq0.ids");
     let copy = m.clone().with_weights_in_compute_dtype();
@@ -871,7 +905,7 @@ fn bf16_weight_copy_equals_cast_at_use_and_generates() {
         copy.embed_tokens.weight.val().dtype(),
         burn::tensor::DType::BF16
     );
-    let run = |m: &Qwen3<B>| {
+    let run = |m: &CausalLm<B>| {
         to_vec(
             m.forward(int_tensor(&ids, [1, ids.len()], &dev()), None, None)
                 .unwrap(),
@@ -896,12 +930,12 @@ fn bf16_weight_copy_equals_cast_at_use_and_generates() {
 #[test]
 fn lora_merged_equals_unmerged() {
     let dir = fixtures().join("lora_peft");
-    let base = Qwen3::<B>::load(dir.join("base"), &dev()).unwrap();
+    let base = CausalLm::<B>::load(dir.join("base"), &dev()).unwrap();
     let lora = base.clone().load_adapter(dir.join("adapter")).unwrap();
     let merged = lora.merged();
     let vocab = base.config().vocab_size as i64;
     let ids: Vec<i64> = (0..14).map(|i| (i * 7 + 3) % vocab).collect();
-    let run = |m: &Qwen3<B>| {
+    let run = |m: &CausalLm<B>| {
         to_vec(
             m.forward(int_tensor(&ids, [2, 7], &dev()), None, None)
                 .unwrap(),
@@ -912,5 +946,8 @@ fn lora_merged_equals_unmerged() {
     let from_base = max_abs_diff(&unmerged, &base);
     eprintln!("LoRA unmerged vs merged: max |Δlogit| {d:.2e}; vs the base {from_base:.2e}");
     assert!(d <= TOL, "unmerged vs merged: {d}");
-    assert!(from_base > 100.0 * TOL, "the adapters change nothing: {from_base}");
+    assert!(
+        from_base > 100.0 * TOL,
+        "the adapters change nothing: {from_base}"
+    );
 }

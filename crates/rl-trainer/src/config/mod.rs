@@ -57,7 +57,7 @@ pub struct ModelSection {
     /// f32 master weights, gradients and AdamW state, casting each weight where it is used, and
     /// f32 norm statistics, attention softmax and log-probs (`rl_models::ComputeDtype`). Refused
     /// with a config error where the backend cannot compute in bf16 (burn's wgpu); slower than
-    /// f32 on the CPU backend, which computes every bf16 kernel in f32 (docs/qwen3.md).
+    /// f32 on the CPU backend, which computes every bf16 kernel in f32 (docs/models.md).
     #[serde(default)]
     pub dtype: ComputeDtype,
 }

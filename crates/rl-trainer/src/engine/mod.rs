@@ -9,7 +9,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 
 use burn::tensor::backend::Backend;
-use rl_models::{FinishReason as ModelFinish, Generation, GenerationConfig, Qwen3, RowSeed};
+use rl_models::{CausalLm, FinishReason as ModelFinish, Generation, GenerationConfig, RowSeed};
 use rl_rollout::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, SamplingParams,
     WeightVersion, WeightsKind, WeightsRef, check_completions,
@@ -43,7 +43,7 @@ pub trait LocalModel: Send + 'static {
         Self: Sized;
 }
 
-impl<B: Backend> LocalModel for Qwen3<B> {
+impl<B: Backend> LocalModel for CausalLm<B> {
     fn generate(
         &self,
         prompts: &[Vec<u32>],
@@ -58,7 +58,7 @@ impl<B: Backend> LocalModel for Qwen3<B> {
     }
 
     fn load_dir(&self, dir: &Path) -> Result<Self, TrainerError> {
-        Ok(Qwen3::load(dir, &self.device())?)
+        Ok(CausalLm::load(dir, &self.device())?)
     }
 }
 

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::AutodiffBackend;
-use rl_models::{Qwen3, Qwen3Config, Tokenizer};
+use rl_models::{CausalLm, ModelConfig, Tokenizer};
 use serde::{Deserialize, Serialize};
 
 use super::ArithmeticTask;
@@ -121,7 +121,7 @@ pub struct DemoData {
     /// Held-out prompts.
     pub eval: Dataset,
     /// The tiny Qwen3 config.
-    pub model: Qwen3Config,
+    pub model: ModelConfig,
 }
 
 impl ArithmeticDemo {
@@ -231,8 +231,8 @@ impl ArithmeticDemo {
         seed: u64,
         device: &B::Device,
         on_step: impl FnMut(usize, f64),
-    ) -> Result<Qwen3<B>, TrainerError> {
-        let model: Qwen3<B> = data.model.init_seeded(seed, device)?;
+    ) -> Result<CausalLm<B>, TrainerError> {
+        let model: CausalLm<B> = data.model.init_seeded(seed, device)?;
         let renderer = PromptRenderer::new(&self.train.data);
         let end = crate::end_token_ids(&data.tokenizer);
         let mut pairs = Vec::with_capacity(data.sft.len());

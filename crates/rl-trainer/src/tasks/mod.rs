@@ -63,8 +63,8 @@ pub fn tiny_qwen3(
     layers: usize,
     heads: usize,
     intermediate: usize,
-) -> rl_models::Qwen3Config {
-    let mut model = rl_models::Qwen3Config::tiny(tokenizer.num_defined_ids());
+) -> rl_models::ModelConfig {
+    let mut model = rl_models::ModelConfig::tiny(tokenizer.num_defined_ids());
     model.hidden_size = hidden;
     model.num_hidden_layers = layers;
     model.num_attention_heads = heads;

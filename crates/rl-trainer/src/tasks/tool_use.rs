@@ -22,7 +22,7 @@ use burn::tensor::backend::AutodiffBackend;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rl_env::{EnvConfig, Message, TurnCodec, render_tool_call};
-use rl_models::{Qwen3, Qwen3Config, Tokenizer};
+use rl_models::{CausalLm, ModelConfig, Tokenizer};
 use serde::{Deserialize, Serialize};
 
 use super::{ArithmeticTask, Tier};
@@ -154,7 +154,7 @@ pub struct ToolUseData {
     /// Held-out prompts.
     pub eval: Dataset,
     /// The tiny Qwen3 config.
-    pub model: Qwen3Config,
+    pub model: ModelConfig,
 }
 
 /// Printable ASCII and newline: every character a tool result, an error observation or a JSON
@@ -289,8 +289,8 @@ impl ToolUseDemo {
         seed: u64,
         device: &B::Device,
         on_step: impl FnMut(usize, f64),
-    ) -> Result<Qwen3<B>, TrainerError> {
-        let model: Qwen3<B> = data.model.init_seeded(seed, device)?;
+    ) -> Result<CausalLm<B>, TrainerError> {
+        let model: CausalLm<B> = data.model.init_seeded(seed, device)?;
         let examples = self.demonstrations(data, seed)?;
         let sft = SftConfig { seed, ..self.sft };
         crate::supervised_warm_start(model, &examples, &sft, device, on_step)

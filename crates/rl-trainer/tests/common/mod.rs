@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use burn::backend::{Autodiff, Flex};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
-use rl_models::{Qwen3, Qwen3Config, Tokenizer};
+use rl_models::{CausalLm, ModelConfig, Tokenizer};
 use rl_trainer::TrainConfig;
 use rl_trainer::config::PromptTemplate;
 use rl_trainer::tasks::ArithmeticTask;
@@ -71,9 +71,9 @@ impl Drop for TmpDir {
 
 /// The arithmetic task's tokenizer and a tiny random Qwen3 over it (ends at its end tokens),
 /// with HF's init scale unless `init_range` says otherwise.
-pub fn task_model(seed: u64, init_range: Option<f64>) -> (Qwen3<B>, Tokenizer) {
+pub fn task_model(seed: u64, init_range: Option<f64>) -> (CausalLm<B>, Tokenizer) {
     let tok = ArithmeticTask::tokenizer().unwrap();
-    let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+    let mut mc = ModelConfig::tiny(tok.num_defined_ids());
     mc.eos_token_id = rl_trainer::end_token_ids(&tok);
     if let Some(r) = init_range {
         mc.initializer_range = r;
@@ -110,7 +110,7 @@ impl ModuleVisitor<B> for Flatten {
 }
 
 /// Every parameter of `model`, flattened in visiting order.
-pub fn flat(model: &Qwen3<B>) -> Vec<f32> {
+pub fn flat(model: &CausalLm<B>) -> Vec<f32> {
     let mut v = Flatten(Vec::new());
     model.visit(&mut v);
     v.0

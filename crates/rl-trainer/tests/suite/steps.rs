@@ -1,6 +1,6 @@
 // Included once per backend by `tests/steps.rs` (which defines `B` and `dev()`).
 
-use rl_models::{Qwen3, Qwen3Config};
+use rl_models::{CausalLm, ModelConfig};
 use rl_trainer::config::PromptTemplate;
 use rl_trainer::tasks::ArithmeticTask;
 use rl_trainer::{StepMetrics, TrainConfig, Trainer};
@@ -11,12 +11,12 @@ fn tiny_trainer(
     algo: &str,
     seed: u64,
     adjust: impl FnOnce(&mut TrainConfig),
-) -> Trainer<B, Qwen3<B>> {
+) -> Trainer<B, CausalLm<B>> {
     let tok = ArithmeticTask::tokenizer().unwrap();
     let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
-    let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+    let mut mc = ModelConfig::tiny(tok.num_defined_ids());
     mc.eos_token_id = rl_trainer::end_token_ids(&tok);
-    let model: Qwen3<B> = mc.init_seeded(seed, &dev()).unwrap();
+    let model: CausalLm<B> = mc.init_seeded(seed, &dev()).unwrap();
     let mut c = TrainConfig::default();
     c.apply_preset(algo).unwrap();
     c.data.template = PromptTemplate::Custom("{problem}=".into());
@@ -117,9 +117,9 @@ fn first_update_of_a_step_has_ratio_one_and_no_clipping() {
     }
 }
 
-fn tiny_policy(seed: u64) -> (Qwen3<B>, rl_models::Tokenizer) {
+fn tiny_policy(seed: u64) -> (CausalLm<B>, rl_models::Tokenizer) {
     let tok = ArithmeticTask::tokenizer().unwrap();
-    let mut mc = Qwen3Config::tiny(tok.num_defined_ids());
+    let mut mc = ModelConfig::tiny(tok.num_defined_ids());
     mc.eos_token_id = rl_trainer::end_token_ids(&tok);
     (mc.init_seeded(seed, &dev()).unwrap(), tok)
 }
@@ -127,7 +127,7 @@ fn tiny_policy(seed: u64) -> (Qwen3<B>, rl_models::Tokenizer) {
 /// Sum of the response's log-probs, read from a full-sequence forward independently of the
 /// trainer's alignment: position t of `token_logprobs` predicts token t + 1, so response token
 /// j (at sequence position p + j for a p-token prompt) sits at position p − 1 + j.
-fn response_logprob_sum(model: &Qwen3<B>, prompt: &[u32], response: &[u32]) -> f64 {
+fn response_logprob_sum(model: &CausalLm<B>, prompt: &[u32], response: &[u32]) -> f64 {
     let ids: Vec<i64> = prompt.iter().chain(response).map(|&t| t as i64).collect();
     let n = ids.len();
     let t = burn::tensor::Tensor::<B, 2, burn::tensor::Int>::from_data(
@@ -173,7 +173,7 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
     let mut c = TrainConfig::default();
     c.apply_preset("dapo").unwrap();
     let ids = vec![[prompt.as_slice(), &response].concat()];
-    let old = <Qwen3<B> as rl_trainer::Policy<B>>::logprobs_detached(
+    let old = <CausalLm<B> as rl_trainer::Policy<B>>::logprobs_detached(
         &model,
         &ids,
         &[prompt.len() - 1],
@@ -187,7 +187,7 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
     let old_sum: f64 = old.iter().map(|&x| x as f64).sum();
     assert!((before - old_sum).abs() < 1e-4, "{before} vs {old_sum}");
     for adv in [1.0f32, -1.0] {
-        let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+        let mut optim = AdamWOptimizer::<B, CausalLm<B>>::new(&c.optim);
         let seq = TrainSeq {
             prompt: &prompt,
             response: &response,
@@ -229,7 +229,7 @@ fn old_log_probs_of_the_wrong_length_are_an_error() {
         (&full[..], Some(&short[..]), "reference"),
     ];
     for (old, reference, what) in cases {
-        let mut optim = AdamWOptimizer::<B, Qwen3<B>>::new(&c.optim);
+        let mut optim = AdamWOptimizer::<B, CausalLm<B>>::new(&c.optim);
         let seq = TrainSeq {
             prompt: &prompt,
             response: &response,

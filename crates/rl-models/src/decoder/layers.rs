@@ -1,0 +1,478 @@
+//! The layers of a decoder block: bias-free linear (HF layout), RMSNorm, grouped-query attention
+//! (fused, or over the KV cache's parts), SwiGLU MLP, the block itself, and the GEMM orientation
+//! rule of every linear product ([`matmul_hf`]).
+
+use burn::module::{Module, Param};
+use burn::tensor::activation::{silu, softmax};
+use burn::tensor::backend::Backend;
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{DType, FloatDType, Tensor};
+
+use super::kv_cache::{CACHE_TAIL, CacheWrite, LayerCache};
+use super::lora::LoraAdapter;
+use super::rope::Rope;
+
+/// A linear layer `y = x W^T (+ b)` with the weight in HF layout `[out, in]` (burn's `Linear`
+/// stores `[in, out]`); the bias exists where the family has one (Qwen2's q/k/v, Llama's
+/// `attention_bias`).
+#[derive(Module, Debug)]
+pub struct Linear<B: Backend> {
+    /// `[out, in]`, as in the checkpoint.
+    pub weight: Param<Tensor<B, 2>>,
+    /// `[out]`, or `None` for a bias-free projection.
+    pub bias: Option<Param<Tensor<B, 1>>>,
+    /// A LoRA adapter (`CausalLm::with_lora`, `CausalLm::load_adapter`); `None` for a plain layer.
+    pub lora: Option<LoraAdapter<B>>,
+}
+
+impl<B: Backend> Linear<B> {
+    /// `x W^T` for `x: [m, in]`, plus the adapter's `s · (x Aᵀ) Bᵀ` when there is one, plus the
+    /// bias when there is one (added last, as PyTorch's `F.linear` + PEFT's `lora.Linear` do).
+    /// The weight is used in `x`'s dtype (cast from the f32 master under bf16 compute).
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let dtype = x.dtype();
+        let w = self.weight.val().cast(dtype);
+        let y = match &self.bias {
+            Some(b) => matmul_hf(x.clone(), w) + b.val().cast(dtype).unsqueeze::<2>(),
+            None => matmul_hf(x.clone(), w),
+        };
+        match &self.lora {
+            Some(l) => y + l.delta(x),
+            None => y,
+        }
+    }
+}
+
+/// RMSNorm as HF `Qwen3RMSNorm`: `y = weight * (x * rsqrt(mean(x²) + eps))`, statistics in f32.
+#[derive(Module, Debug)]
+pub struct RmsNorm<B: Backend> {
+    /// Scale, initialised to 1 (HF name `weight`).
+    pub weight: Param<Tensor<B, 1>>,
+    /// Epsilon (`rms_norm_eps`).
+    pub eps: f64,
+}
+
+impl<B: Backend> RmsNorm<B> {
+    /// Normalises over the last dimension. A bf16 `x` is normalised in f32 and cast back before
+    /// the weight (in bf16) multiplies it, as HF does.
+    pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+        let dtype = x.dtype();
+        let x = x.cast(FloatDType::F32);
+        let inv = (x.clone().square().mean_dim(D - 1) + self.eps)
+            .sqrt()
+            .recip();
+        (x * inv).cast(dtype) * self.weight.val().cast(dtype).unsqueeze::<D>()
+    }
+}
+
+/// Self-attention with grouped-query heads, per-head q/k RMSNorm (Qwen3) and rotate-half RoPE.
+#[derive(Module, Debug)]
+pub struct Attention<B: Backend> {
+    /// `[nh*hd, H]`.
+    pub q_proj: Linear<B>,
+    /// `[nkv*hd, H]`.
+    pub k_proj: Linear<B>,
+    /// `[nkv*hd, H]`.
+    pub v_proj: Linear<B>,
+    /// `[H, nh*hd]`.
+    pub o_proj: Linear<B>,
+    /// RMSNorm over `hd`, one weight shared by all query heads (Qwen3; `None` in the other
+    /// families).
+    pub q_norm: Option<RmsNorm<B>>,
+    /// RMSNorm over `hd`, one weight shared by all key heads (Qwen3).
+    pub k_norm: Option<RmsNorm<B>>,
+    /// `nh`.
+    pub num_heads: usize,
+    /// `nkv`.
+    pub num_kv_heads: usize,
+    /// `hd`.
+    pub head_dim: usize,
+}
+
+/// SwiGLU MLP: `down(silu(gate(x)) * up(x))`.
+#[derive(Module, Debug)]
+pub struct Mlp<B: Backend> {
+    /// `[I, H]`.
+    pub gate_proj: Linear<B>,
+    /// `[I, H]`.
+    pub up_proj: Linear<B>,
+    /// `[H, I]`.
+    pub down_proj: Linear<B>,
+}
+
+/// One pre-norm decoder block.
+#[derive(Module, Debug)]
+pub struct DecoderLayer<B: Backend> {
+    /// Norm before attention.
+    pub input_layernorm: RmsNorm<B>,
+    /// Attention.
+    pub self_attn: Attention<B>,
+    /// Norm before the MLP.
+    pub post_attention_layernorm: RmsNorm<B>,
+    /// MLP.
+    pub mlp: Mlp<B>,
+}
+
+/// `x W^T` for `x: [m, in]` and an HF-layout weight `W: [out, in]`, as one 2-D GEMM.
+///
+/// burn-flex's GEMM runs the same product at very different speeds depending on which side is
+/// long, so the orientation is chosen by shape ([`transposed_product`]): either `x W^T` directly,
+/// or `(W x^T)^T` with the long `out` side as the GEMM's `m` dimension.
+pub(super) fn matmul_hf<B: Backend>(x: Tensor<B, 2>, w: Tensor<B, 2>) -> Tensor<B, 2> {
+    let m = x.dims()[0];
+    let out = w.dims()[0];
+    if transposed_product(m, out, w.is_require_grad()) {
+        w.matmul(x.transpose()).transpose()
+    } else {
+        x.matmul(w.transpose())
+    }
+}
+
+/// Whether [`matmul_hf`] computes `x W^T` as `(W x^T)^T` for `m` rows and `out` output features;
+/// `tracked` = the weight is tracked by autodiff (training: the choice also fixes the shapes of
+/// the two backward GEMMs).
+///
+/// Measured with burn-flex 0.21 on the 2-core AVX-512 EPYC build machine
+/// (`examples/matmul_probe.rs`, table in docs/performance.md). Without autodiff, `(W x^T)^T` is
+/// 1.4-2.6x faster at 8-32 rows (and at 64 rows of a 3072 → 1024 layer) and 1.1-2.8x slower from
+/// 128 rows on, where its transposed result costs a strided copy. With autodiff, forward + both
+/// backward GEMMs of a layer-sized weight are 1.2-2.9x faster as `(W x^T)^T` at 64-256 rows (the
+/// weight gradient `dy^T x` comes out in the weight's own layout) and 5-15 % slower at 1024.
+fn transposed_product(m: usize, out: usize, tracked: bool) -> bool {
+    const LAYER_SIZED: usize = 16_384;
+    if tracked && out <= LAYER_SIZED {
+        m <= 512
+    } else {
+        m <= 32 || (m <= 64 && out <= LAYER_SIZED)
+    }
+}
+
+/// `[b * L, heads * hd]` projections to head-major `[b, heads, L, hd]`, materialised.
+///
+/// The head split is a transpose. Done once here as a copy (a reshape that no view can express),
+/// every later operation — the q/k norms, RoPE, the attention products — and its backward runs on
+/// contiguous tensors. Left as a strided view, the norms' and RoPE's backward passes received
+/// strided gradients, which burn-flex's element-wise kernels walk one index at a time (about a
+/// third of the embedded update's main-thread time, docs/performance.md).
+fn split_heads<B: Backend>(
+    x: Tensor<B, 2>,
+    batch: usize,
+    len: usize,
+    heads: usize,
+    hd: usize,
+) -> Tensor<B, 4> {
+    x.reshape([batch, len, heads, hd])
+        .swap_dims(1, 2)
+        .reshape([batch, heads, len * hd])
+        .reshape([batch, heads, len, hd])
+}
+
+/// What one forward call attends to, prepared on the host.
+pub(super) struct Step<B: Backend> {
+    pub(super) rope: Rope<B>,
+    /// `[1 or b, 1, n_rep * L, K]` additive bias, `K = start + L`.
+    pub(super) bias: Tensor<B, 4>,
+    /// With a cache: where the new keys/values go.
+    pub(super) write: Option<CacheWrite>,
+}
+
+/// `softmax(scores · scale + bias)` over the last axis, as HF's eager attention rounds it: the
+/// scaled scores in the scores' dtype (the product computed in f32 and rounded once, as
+/// PyTorch's scalar multiply does), the softmax in f32, the probabilities back in the scores'
+/// dtype (`softmax(..., dtype=torch.float32).to(query.dtype)`). All casts are no-ops in f32.
+fn attention_probs<B: Backend>(
+    scores: Tensor<B, 4>,
+    bias: Tensor<B, 4>,
+    scale: f64,
+) -> Tensor<B, 4> {
+    let dtype = scores.dtype();
+    let f32 = FloatDType::F32;
+    let scaled = scores.cast(f32).mul_scalar(scale).cast(dtype).cast(f32);
+    softmax(scaled + bias, 3).cast(dtype)
+}
+
+/// `softmax(q kᵀ · scale + bias) v` over keys/values given in consecutive parts (the cache's body
+/// and tail), each read through a view; the scores of the parts are concatenated.
+fn attend_parts<B: Backend>(
+    q: Tensor<B, 4>,
+    parts: Vec<(Tensor<B, 4>, Tensor<B, 4>)>,
+    bias: Tensor<B, 4>,
+    scale: f64,
+) -> Tensor<B, 4> {
+    let scores: Vec<Tensor<B, 4>> = parts
+        .iter()
+        .map(|(k, _)| q.clone().matmul(k.clone().swap_dims(2, 3)))
+        .collect();
+    let scores = if scores.len() == 1 {
+        scores.into_iter().next().expect("one part")
+    } else {
+        Tensor::cat(scores, 3)
+    };
+    let probs = attention_probs(scores, bias, scale);
+    let [b, h, r, _] = probs.dims();
+    let mut out: Option<Tensor<B, 4>> = None;
+    let mut offset = 0;
+    for (k, v) in parts {
+        let n = k.dims()[2];
+        let p = probs.clone().slice([0..b, 0..h, 0..r, offset..offset + n]);
+        let o = p.matmul(v);
+        out = Some(match out {
+            Some(acc) => acc + o,
+            None => o,
+        });
+        offset += n;
+    }
+    out.expect("at least one part")
+}
+
+impl<B: Backend> Attention<B> {
+    fn forward(
+        &self,
+        x: Tensor<B, 2>,
+        batch: usize,
+        len: usize,
+        step: &Step<B>,
+        cache: Option<&mut LayerCache<B>>,
+    ) -> Tensor<B, 2> {
+        let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
+        let n_rep = nh / nkv;
+        let q = split_heads(self.q_proj.forward(x.clone()), batch, len, nh, hd);
+        let k = split_heads(self.k_proj.forward(x.clone()), batch, len, nkv, hd);
+        let v = split_heads(self.v_proj.forward(x), batch, len, nkv, hd);
+        let norm = |n: &Option<RmsNorm<B>>, x: Tensor<B, 4>| match n {
+            Some(n) => n.forward(x),
+            None => x,
+        };
+        let q = step.rope.q.apply(norm(&self.q_norm, q)); // [b, nh, L, hd]
+        let k = step.rope.k.apply(norm(&self.k_norm, k)); // [b, nkv, L, hd]
+
+        // Grouped-query attention without repeating K/V: query head j = g * n_rep + r uses KV
+        // head g, so [b, nh, L, hd] viewed as [b, nkv, n_rep * L, hd] lines each group's queries
+        // up against its own KV head (the bias is repeated n_rep times along the query axis).
+        let q = q.reshape([batch, nkv, n_rep * len, hd]);
+        let scale = 1.0 / (hd as f64).sqrt();
+        let fused = |q: Tensor<B, 4>, k, v| {
+            if q.dtype() != DType::F32 {
+                // burn's attention (and its autodiff fallback) would softmax in bf16
+                return attend_parts(q, vec![(k, v)], step.bias.clone(), scale);
+            }
+            let options = AttentionModuleOptions {
+                scale: Some(scale),
+                softcap: None,
+                is_causal: false,
+            };
+            attention(q, k, v, None, Some(step.bias.clone()), options)
+        };
+        let out = match (cache, step.write) {
+            (Some(layer), Some(write)) => {
+                let mut parts = Vec::with_capacity(2);
+                match write {
+                    CacheWrite::Tail(at) => {
+                        let (tk, tv) = layer.tail.take().unwrap_or_else(|| {
+                            let shape = [batch, nkv, CACHE_TAIL, hd];
+                            let device = k.device();
+                            (
+                                Tensor::zeros(shape, (&device, k.dtype())),
+                                Tensor::zeros(shape, (&device, k.dtype())),
+                            )
+                        });
+                        let range = [0..batch, 0..nkv, at..at + len, 0..hd];
+                        let tk = tk.slice_assign(range.clone(), k);
+                        let tv = tv.slice_assign(range, v);
+                        layer.tail = Some((tk.clone(), tv.clone()));
+                        if let Some(body) = layer.body.clone() {
+                            parts.push(body);
+                        }
+                        let filled = [0..batch, 0..nkv, 0..at + len, 0..hd];
+                        parts.push((tk.slice(filled.clone()), tv.slice(filled)));
+                    }
+                    CacheWrite::Body { tail_len } => {
+                        let mut ks = Vec::with_capacity(3);
+                        let mut vs = Vec::with_capacity(3);
+                        if let Some((bk, bv)) = layer.body.take() {
+                            ks.push(bk);
+                            vs.push(bv);
+                        }
+                        if tail_len > 0
+                            && let Some((tk, tv)) = layer.tail.clone()
+                        {
+                            let filled = [0..batch, 0..nkv, 0..tail_len, 0..hd];
+                            ks.push(tk.slice(filled.clone()));
+                            vs.push(tv.slice(filled));
+                        }
+                        let prefill = ks.is_empty();
+                        ks.push(k.clone());
+                        vs.push(v.clone());
+                        let (bk, bv) = if prefill {
+                            (k.clone(), v.clone())
+                        } else {
+                            (Tensor::cat(ks, 2), Tensor::cat(vs, 2))
+                        };
+                        layer.body = Some((bk.clone(), bv.clone()));
+                        if prefill {
+                            // Nothing cached before: the new keys are all there is.
+                            return self.o_proj.forward(Self::merge_heads(
+                                fused(q, k, v),
+                                batch,
+                                nh,
+                                len,
+                                hd,
+                            ));
+                        }
+                        parts.push((bk, bv));
+                    }
+                }
+                attend_parts(q, parts, step.bias.clone(), scale)
+            }
+            _ => fused(q, k, v),
+        };
+        self.o_proj
+            .forward(Self::merge_heads(out, batch, nh, len, hd))
+    }
+
+    /// `[b, nkv, n_rep * L, hd]` attention output back to `[b * L, nh * hd]`.
+    fn merge_heads(
+        out: Tensor<B, 4>,
+        batch: usize,
+        nh: usize,
+        len: usize,
+        hd: usize,
+    ) -> Tensor<B, 2> {
+        out.reshape([batch, nh, len, hd])
+            .swap_dims(1, 2)
+            .reshape([batch * len, nh * hd])
+    }
+}
+
+impl<B: Backend> Mlp<B> {
+    fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        // burn's silu is x · sigmoid(x), two roundings in bf16; computed in f32 and rounded
+        // once, as PyTorch's fused SiLU does (a no-op cast in f32)
+        let gate = self.gate_proj.forward(x.clone());
+        let dtype = gate.dtype();
+        let gate = silu(gate.cast(FloatDType::F32)).cast(dtype);
+        let up = self.up_proj.forward(x);
+        self.down_proj.forward(gate * up)
+    }
+}
+
+impl<B: Backend> DecoderLayer<B> {
+    pub(super) fn forward(
+        &self,
+        h: Tensor<B, 2>,
+        batch: usize,
+        len: usize,
+        step: &Step<B>,
+        cache: Option<&mut LayerCache<B>>,
+    ) -> Tensor<B, 2> {
+        let a = self.self_attn.forward(
+            self.input_layernorm.forward(h.clone()),
+            batch,
+            len,
+            step,
+            cache,
+        );
+        let h = h + a;
+        let m = self
+            .mlp
+            .forward(self.post_attention_layernorm.forward(h.clone()));
+        h + m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::backend::{Autodiff, Flex};
+    use burn::tensor::TensorData;
+
+    /// `x Wᵀ` in f64 by the definition, for `x: [m, k]`, `W: [out, k]` (row-major).
+    fn plain_product(x: &[f32], w: &[f32], m: usize, k: usize, out: usize) -> Vec<f64> {
+        let mut y = vec![0.0f64; m * out];
+        for i in 0..m {
+            for j in 0..out {
+                y[i * out + j] = (0..k)
+                    .map(|t| f64::from(x[i * k + t]) * f64::from(w[j * k + t]))
+                    .sum();
+            }
+        }
+        y
+    }
+
+    fn check_matmul_hf<B: Backend>(m: usize, k: usize, out: usize, tracked: bool) {
+        let device = Default::default();
+        let x: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect();
+        let w: Vec<f32> = (0..out * k)
+            .map(|i| ((i * 53 % 89) as f32 - 44.0) / 44.0)
+            .collect();
+        let xt = Tensor::<B, 2>::from_data(TensorData::new(x.clone(), [m, k]), &device);
+        let mut wt = Tensor::<B, 2>::from_data(TensorData::new(w.clone(), [out, k]), &device);
+        if tracked {
+            wt = wt.require_grad();
+        }
+        let got: Vec<f32> = matmul_hf(xt, wt).into_data().to_vec().unwrap();
+        assert_eq!(got.len(), m * out);
+        for (g, r) in got.iter().zip(plain_product(&x, &w, m, k, out)) {
+            assert!(
+                (f64::from(*g) - r).abs() <= 1e-4 * (1.0 + r.abs()),
+                "m {m}, out {out}, tracked {tracked}: {g} vs {r}"
+            );
+        }
+    }
+
+    #[test]
+    fn both_gemm_orientations_compute_x_w_transposed() {
+        // Each (rows, out, tracked) below takes the branch named beside it.
+        let cases = [
+            (8, 24, false, true),
+            (100, 24, false, false),
+            (40, 20_000, false, false),
+            (16, 20_000, false, true),
+            (100, 24, true, true),
+            (600, 24, true, false),
+            (100, 20_000, true, false),
+        ];
+        for (m, out, tracked, transposed) in cases {
+            assert_eq!(
+                transposed_product(m, out, tracked),
+                transposed,
+                "{m} {out} {tracked}"
+            );
+            if tracked {
+                check_matmul_hf::<Autodiff<Flex>>(m, 3, out, true);
+            } else {
+                check_matmul_hf::<Flex>(m, 3, out, false);
+            }
+        }
+    }
+
+    /// On a CPU with AVX-512, the patched gemm-common (third_party/PATCHED.md) takes its AVX2
+    /// kernels for products with fewer than 16 output columns and its AVX-512 kernels from 16 on
+    /// (either way on other CPUs): products on both sides of the boundary, in both orientations,
+    /// against the f64 definition.
+    #[test]
+    fn products_on_both_sides_of_the_avx512_kernel_boundary() {
+        for out in [1, 15, 16, 17, 40] {
+            for m in [1, 15, 16, 33] {
+                check_matmul_hf::<Flex>(m, 37, out, false);
+                let x = Tensor::<Flex, 2>::ones([m, 37], &Default::default()).mul_scalar(0.5);
+                let w = Tensor::<Flex, 2>::ones([out, 37], &Default::default());
+                // (W xᵀ)ᵀ directly, the other orientation of the same shape: every entry is
+                // Σ over 37 inputs of 0.5 · 1 = 18.5
+                let y: Vec<f32> = w
+                    .matmul(x.transpose())
+                    .transpose()
+                    .into_data()
+                    .to_vec()
+                    .unwrap();
+                assert!(
+                    y.iter().all(|v| (v - 18.5).abs() < 1e-4),
+                    "m {m}, out {out}"
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The decoder-only transformer every family shares (Qwen3, Llama, Qwen2), computed exactly as
+//! HF transformers computes each family, generic over the burn backend.
+//!
+//! Module and parameter layout mirror the checkpoint: `embed_tokens`, `layers[i].{input_layernorm,
+//! self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm, post_attention_layernorm,
+//! mlp.{gate,up,down}_proj}`, `norm`, `lm_head`, and every weight has the HF shape (linear
+//! weights `[out, in]`, see [`Linear`]), so checkpoint tensors and gradients map one to one.
+//! What exists depends on the family (`crate::families`): q/k norms in Qwen3, biases in Qwen2
+//! and in Llama with `attention_bias`.
+//!
+//! Submodules by concern, their public items re-exported here: `config` ([`ModelConfig`], HF
+//! `config.json`, and the bounds on its sizes), `dtype` ([`ComputeDtype`]: f32, or bf16 with
+//! f32 masters), `mask` ([`AttentionMask`]), `rope` (rotary tables, `llama3` scaling),
+//! `kv_cache` ([`KvCache`]), `layers` (linear, norm, attention, MLP, decoder block, GEMM
+//! orientation), `weights` (init, load, save), `model` ([`CausalLm`]: forward, hidden states),
+//! `head` (LM head, chunked log-probs), `lora` (PEFT adapters) and `train_pass`
+//! ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked head backward and
+//! per-layer checkpointing).
+
+pub(crate) mod config;
+mod dtype;
+mod head;
+mod kv_cache;
+mod layers;
+mod lora;
+mod mask;
+mod model;
+mod rope;
+mod train_pass;
+mod weights;
+
+pub use config::{LIMITS, Limits, ModelConfig, RopeScaling};
+pub use dtype::{ComputeDtype, backend_supports};
+pub use kv_cache::KvCache;
+pub use layers::{Attention, DecoderLayer, Linear, Mlp, RmsNorm};
+pub use lora::{ADAPTER_CONFIG, ADAPTER_WEIGHTS, LORA_TARGETS, LoraAdapter, LoraConfig};
+pub use mask::AttentionMask;
+pub use model::CausalLm;
+pub use train_pass::{Checkpointing, MemoryPlan, WindowPass};
+pub use weights::HfTensor;
+pub(crate) use weights::expected_tensors;

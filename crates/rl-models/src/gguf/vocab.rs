@@ -1,0 +1,1188 @@
+//! A `tokenizers` tokenizer built from the vocabulary metadata of a GGUF file
+//! (`tokenizer.ggml.*`), giving the same token ids as HF transformers' tokenizer loaded from the
+//! same file (`AutoTokenizer.from_pretrained(dir, gguf_file=name)`).
+//!
+//! Only llama.cpp's `gpt2` model (byte-level BPE) is supported, with the `smollm`, `qwen2` and
+//! `llama-bpe` pre-tokenizers. What transformers' GGUF conversion builds, and so what
+//! [`build_tokenizer`] builds as a `tokenizer.json`:
+//!
+//! - **Vocabulary.** Token `i` gets id `i`. A token written with characters outside the byte-level
+//!   alphabet (GPT-2's `bytes_to_unicode` map, e.g. a raw space) is respelled: each byte of its
+//!   UTF-8 form becomes its alphabet character. Merges are the `"a b"` strings of the file, in
+//!   order.
+//! - **Added tokens.** Control tokens (type 3) become special added tokens and user-defined tokens
+//!   (type 4) plain added tokens, both matched whole in the text, never normalized; then the bos,
+//!   eos, unknown and padding tokens become special added tokens when they are not added yet.
+//!   Tokens with characters outside the byte-level alphabet are never added (transformers skips
+//!   them as mislabelled).
+//! - **Pre-tokenizer** by `tokenizer.ggml.pre`: `qwen2` and `llama-bpe` split with their regex
+//!   (transformers' spelling of the pattern llama.cpp's `llama-vocab.cpp` uses) and then map to
+//!   the byte-level alphabet. transformers has no entry for `smollm` and uses GPT-2's byte-level
+//!   pre-tokenizer, whose regex is llama.cpp's `smollm` pattern without its first step, a split
+//!   before and after every digit: the two differ on a whitespace run that ends in a digit
+//!   (`"\n\n42"`: transformers `["\n", "\n", "4", "2"]`, llama.cpp and SmolLM2's own
+//!   `tokenizer.json` `["\n\n", "4", "2"]`). This module follows transformers.
+//! - **Model**: BPE without unknown token, dropout or byte fallback (a character the vocabulary
+//!   cannot spell is dropped, as in transformers); **decoder**: byte-level; **no normalizer**.
+//! - **Post-processor**: the bos token before the text when `add_bos_token` is true and the eos
+//!   token after it when `add_eos_token` is true (a flag without its token id is ignored).
+//!   `add_space_prefix` does not apply to byte-level BPE and is ignored, as in transformers and
+//!   llama.cpp.
+//!
+//! One deliberate difference: transformers' `GPT2Tokenizer` also registers `<|endoftext|>` as a
+//! special token when the vocabulary has no such token (Llama 3), with the id `n_tokens`, beyond
+//! the model's embeddings. This module does not add it: such text is tokenized as plain text, as
+//! by transformers' tokenizer with that added token removed.
+//!
+//! The vocabulary is validated first (token and type counts, type values, duplicate and empty
+//! tokens, special ids in range, merges made of two vocabulary tokens whose concatenation is in
+//! the vocabulary); every failure is a [`GgufVocabError`] naming the field and index.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use super::read::{GgufError, GgufFile};
+
+/// `tokenizer.ggml.token_type` values (llama.cpp's `llama_token_type`).
+pub mod token_type {
+    /// Undefined.
+    pub const UNDEFINED: i32 = 0;
+    /// A normal token.
+    pub const NORMAL: i32 = 1;
+    /// The unknown token.
+    pub const UNKNOWN: i32 = 2;
+    /// A control token (`<|im_start|>`): a special added token.
+    pub const CONTROL: i32 = 3;
+    /// A user-defined token (`<think>`): matched whole in the text, not special.
+    pub const USER_DEFINED: i32 = 4;
+    /// An unused id (`[PAD151669]`).
+    pub const UNUSED: i32 = 5;
+    /// A byte token (`<0x0A>`, sentencepiece models).
+    pub const BYTE: i32 = 6;
+}
+
+/// The tokenizer models (`tokenizer.ggml.model`) [`build_tokenizer`] supports.
+pub const SUPPORTED_MODELS: &[&str] = &["gpt2"];
+
+/// The pre-tokenizers (`tokenizer.ggml.pre`) [`build_tokenizer`] supports.
+pub const SUPPORTED_PRE: &[&str] = &["smollm", "qwen2", "llama-bpe"];
+
+/// transformers' split pattern for `qwen2` (`Qwen2Tokenizer`'s `PRETOKENIZE_REGEX`): digits one
+/// by one.
+const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// transformers' split pattern for `llama-bpe` (Llama 3's `tokenizer.json`): up to three digits
+/// together.
+const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// The tokenizer metadata of a GGUF file: what llama.cpp's `tokenizer.ggml.*` keys hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GgufVocab {
+    /// `tokenizer.ggml.model`: `gpt2` (byte-level BPE), `llama` (sentencepiece), ….
+    pub model: String,
+    /// `tokenizer.ggml.pre`: the pre-tokenizer (`smollm`, `qwen2`, `llama-bpe`, …); `None` when
+    /// the key is absent.
+    pub pre: Option<String>,
+    /// `tokenizer.ggml.tokens`: the token of each id.
+    pub tokens: Vec<String>,
+    /// `tokenizer.ggml.token_type`: the [`token_type`] of each id; empty when the key is absent
+    /// (every token normal).
+    pub token_type: Vec<i32>,
+    /// `tokenizer.ggml.merges`: BPE merges as `"a b"`, highest priority first.
+    pub merges: Vec<String>,
+    /// `tokenizer.ggml.bos_token_id`.
+    pub bos_token_id: Option<u32>,
+    /// `tokenizer.ggml.eos_token_id`.
+    pub eos_token_id: Option<u32>,
+    /// `tokenizer.ggml.unknown_token_id`.
+    pub unknown_token_id: Option<u32>,
+    /// `tokenizer.ggml.padding_token_id`.
+    pub padding_token_id: Option<u32>,
+    /// `tokenizer.ggml.add_bos_token`.
+    pub add_bos_token: Option<bool>,
+    /// `tokenizer.ggml.add_eos_token`.
+    pub add_eos_token: Option<bool>,
+    /// `tokenizer.ggml.add_space_prefix` (no effect on byte-level BPE).
+    pub add_space_prefix: Option<bool>,
+}
+
+/// Why a GGUF vocabulary cannot be turned into a tokenizer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GgufVocabError {
+    /// `tokenizer.ggml.model` names a model other than byte-level BPE.
+    #[error("tokenizer.ggml.model = {model:?} is not supported (supported: {supported:?})")]
+    UnsupportedModel {
+        /// The value found.
+        model: String,
+        /// The supported values.
+        supported: &'static [&'static str],
+    },
+    /// `tokenizer.ggml.pre` is absent or names a pre-tokenizer this module does not know.
+    #[error("tokenizer.ggml.pre = {pre:?} is not supported (supported: {supported:?})")]
+    UnsupportedPre {
+        /// The value found (`None`: the key is absent).
+        pre: Option<String>,
+        /// The supported values.
+        supported: &'static [&'static str],
+    },
+    /// `tokenizer.ggml.tokens` is empty.
+    #[error("tokenizer.ggml.tokens is empty")]
+    NoTokens,
+    /// More tokens than 32-bit ids can number.
+    #[error("tokenizer.ggml.tokens holds {count} tokens, more than 32-bit ids can number")]
+    TooManyTokens {
+        /// The number of tokens.
+        count: usize,
+    },
+    /// `tokenizer.ggml.token_type` does not have one entry per token.
+    #[error("tokenizer.ggml.token_type has {token_types} entries for {tokens} tokens")]
+    TokenTypeCount {
+        /// Number of tokens.
+        tokens: usize,
+        /// Number of token types.
+        token_types: usize,
+    },
+    /// A token type outside llama.cpp's 0..=6.
+    #[error("tokenizer.ggml.token_type[{index}] = {value} is not a token type (0..=6)")]
+    InvalidTokenType {
+        /// The token id.
+        index: usize,
+        /// The value found.
+        value: i32,
+    },
+    /// An empty token string.
+    #[error("tokenizer.ggml.tokens[{index}] is empty")]
+    EmptyToken {
+        /// The token id.
+        index: usize,
+    },
+    /// Two ids spell the same token (after the byte-level respelling).
+    #[error("tokenizer.ggml.tokens[{second}] = {token:?} repeats tokenizer.ggml.tokens[{first}]")]
+    DuplicateToken {
+        /// The token (byte-level spelling).
+        token: String,
+        /// The first id.
+        first: usize,
+        /// The later id.
+        second: usize,
+    },
+    /// A special token id is not below the number of tokens.
+    #[error("tokenizer.ggml.{field} = {id} is out of range ({n_tokens} tokens)")]
+    SpecialIdOutOfRange {
+        /// The key (`bos_token_id`, …).
+        field: &'static str,
+        /// The id found.
+        id: u32,
+        /// Number of tokens.
+        n_tokens: usize,
+    },
+    /// Byte-level BPE without merges.
+    #[error("tokenizer.ggml.merges is empty: a gpt2 vocabulary needs its merges")]
+    NoMerges,
+    /// A merge that is not two vocabulary tokens whose concatenation is a vocabulary token.
+    #[error("tokenizer.ggml.merges[{index}] = {merge:?}: {reason}")]
+    InvalidMerge {
+        /// The merge's index.
+        index: usize,
+        /// The merge string.
+        merge: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The `tokenizers` crate rejected the built `tokenizer.json`.
+    #[error("the tokenizer built from the GGUF vocabulary does not load: {message}")]
+    Tokenizers {
+        /// The `tokenizers` error.
+        message: String,
+    },
+}
+
+/// GPT-2's `bytes_to_unicode`: the character each byte is written as in a byte-level vocabulary.
+/// Printable bytes (`!`..=`~`, `¡`..=`¬`, `®`..=`ÿ`) stand for themselves; the other 68 bytes
+/// take the characters from U+0100 on, in byte order.
+fn byte_alphabet() -> [char; 256] {
+    let mut out = ['\0'; 256];
+    let mut next = 256u32;
+    for (b, slot) in out.iter_mut().enumerate() {
+        let printable =
+            (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+        let code = if printable {
+            b as u32
+        } else {
+            let c = next;
+            next += 1;
+            c
+        };
+        // Every code here is below 0x144, a valid scalar value.
+        *slot = char::from_u32(code).unwrap_or('\0');
+    }
+    out
+}
+
+/// Whether every character of `token` is a byte-level alphabet character.
+fn in_alphabet(token: &str, alphabet: &[char; 256]) -> bool {
+    token.chars().all(|c| {
+        let code = c as u32;
+        (code < 256 && alphabet[code as usize] == c) || (256..256 + 68).contains(&code)
+    })
+}
+
+/// `token` as a byte-level vocabulary writes it: unchanged when it is written in the alphabet,
+/// otherwise each UTF-8 byte as its alphabet character.
+fn byte_level_spelling(token: &str, alphabet: &[char; 256]) -> String {
+    if in_alphabet(token, alphabet) {
+        token.to_string()
+    } else {
+        token.bytes().map(|b| alphabet[b as usize]).collect()
+    }
+}
+
+fn pre_tokenizer(pre: &str) -> Option<Value> {
+    let split = |pattern: &str| {
+        json!({
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": { "Regex": pattern },
+                    "behavior": "Isolated",
+                    "invert": false,
+                },
+                {
+                    "type": "ByteLevel",
+                    "add_prefix_space": false,
+                    "trim_offsets": true,
+                    "use_regex": false,
+                },
+            ],
+        })
+    };
+    match pre {
+        "smollm" => Some(json!({
+            "type": "ByteLevel",
+            "add_prefix_space": false,
+            "trim_offsets": true,
+            "use_regex": true,
+        })),
+        "qwen2" => Some(split(QWEN2_SPLIT)),
+        "llama-bpe" => Some(split(LLAMA3_SPLIT)),
+        _ => None,
+    }
+}
+
+/// The `tokenizer.ggml.pre` name of a `tokenizer.json`'s pre-tokenizer, for export: a regex
+/// split with Qwen2's or Llama 3's pattern (`qwen2`, `llama-bpe`), or GPT-2's byte-level regex
+/// alone or after a digit split (`smollm`: SmolLM2's own `tokenizer.json` and the one
+/// [`tokenizer_json`] builds). `None` for any other pre-tokenizer. A tokenizer without one
+/// (`null`, the char-level demo tokenizers, whose tokens are single characters without merges,
+/// so no split changes their ids) is exported as `qwen2`.
+pub fn pre_of_tokenizer_json(tokenizer: &Value) -> Option<&'static str> {
+    fn walk<'a>(v: &'a Value, splits: &mut Vec<&'a str>, byte_level_regex: &mut bool) {
+        match v["type"].as_str() {
+            Some("Sequence") => {
+                for p in v["pretokenizers"].as_array().into_iter().flatten() {
+                    walk(p, splits, byte_level_regex);
+                }
+            }
+            Some("Split") => splits.push(v["pattern"]["Regex"].as_str().unwrap_or("")),
+            Some("ByteLevel") => *byte_level_regex |= v["use_regex"].as_bool().unwrap_or(true),
+            _ => {}
+        }
+    }
+    let pre = &tokenizer["pre_tokenizer"];
+    if pre.is_null() {
+        return Some("qwen2");
+    }
+    let (mut splits, mut byte_level_regex) = (Vec::new(), false);
+    walk(pre, &mut splits, &mut byte_level_regex);
+    match (splits.as_slice(), byte_level_regex) {
+        ([p], false) if *p == QWEN2_SPLIT => Some("qwen2"),
+        ([p], false) if *p == LLAMA3_SPLIT => Some("llama-bpe"),
+        ([], true) => Some("smollm"),
+        _ => None,
+    }
+}
+
+impl GgufVocab {
+    /// The `tokenizer.ggml.*` metadata of an opened GGUF file. A key of the wrong type is an
+    /// error naming it; absent optional keys are `None` (or empty for the token types).
+    pub fn read(file: &GgufFile) -> Result<Self, GgufError> {
+        let strings = |key: &str| -> Result<Vec<String>, GgufError> {
+            Ok(file
+                .get_str_array(key)?
+                .map(<[String]>::to_vec)
+                .unwrap_or_default())
+        };
+        Ok(Self {
+            model: file
+                .get_str("tokenizer.ggml.model")?
+                .unwrap_or_default()
+                .to_string(),
+            pre: file.get_str("tokenizer.ggml.pre")?.map(str::to_string),
+            tokens: strings("tokenizer.ggml.tokens")?,
+            token_type: file
+                .get_i32_array("tokenizer.ggml.token_type")?
+                .unwrap_or_default(),
+            merges: strings("tokenizer.ggml.merges")?,
+            bos_token_id: file.get_u32("tokenizer.ggml.bos_token_id")?,
+            eos_token_id: file.get_u32("tokenizer.ggml.eos_token_id")?,
+            unknown_token_id: file.get_u32("tokenizer.ggml.unknown_token_id")?,
+            padding_token_id: file.get_u32("tokenizer.ggml.padding_token_id")?,
+            add_bos_token: file.get_bool("tokenizer.ggml.add_bos_token")?,
+            add_eos_token: file.get_bool("tokenizer.ggml.add_eos_token")?,
+            add_space_prefix: file.get_bool("tokenizer.ggml.add_space_prefix")?,
+        })
+    }
+
+    /// Checks the vocabulary without building anything: the model and pre-tokenizer are
+    /// supported, token types match the tokens in number and range, no token is empty, special
+    /// ids are in range, and there are merges. Duplicates and merges are checked by
+    /// [`build_tokenizer`], which needs the respelled vocabulary for that.
+    pub fn validate(&self) -> Result<(), GgufVocabError> {
+        if !SUPPORTED_MODELS.contains(&self.model.as_str()) {
+            return Err(GgufVocabError::UnsupportedModel {
+                model: self.model.clone(),
+                supported: SUPPORTED_MODELS,
+            });
+        }
+        match self.pre.as_deref() {
+            Some(p) if SUPPORTED_PRE.contains(&p) => {}
+            other => {
+                return Err(GgufVocabError::UnsupportedPre {
+                    pre: other.map(str::to_string),
+                    supported: SUPPORTED_PRE,
+                });
+            }
+        }
+        let n = self.tokens.len();
+        if n == 0 {
+            return Err(GgufVocabError::NoTokens);
+        }
+        if u32::try_from(n).is_err() {
+            return Err(GgufVocabError::TooManyTokens { count: n });
+        }
+        if !self.token_type.is_empty() && self.token_type.len() != n {
+            return Err(GgufVocabError::TokenTypeCount {
+                tokens: n,
+                token_types: self.token_type.len(),
+            });
+        }
+        if let Some((index, &value)) = self
+            .token_type
+            .iter()
+            .enumerate()
+            .find(|(_, t)| !(token_type::UNDEFINED..=token_type::BYTE).contains(*t))
+        {
+            return Err(GgufVocabError::InvalidTokenType { index, value });
+        }
+        if let Some(index) = self.tokens.iter().position(String::is_empty) {
+            return Err(GgufVocabError::EmptyToken { index });
+        }
+        for (field, id) in self.special_ids() {
+            if let Some(id) = id
+                && id as usize >= n
+            {
+                return Err(GgufVocabError::SpecialIdOutOfRange {
+                    field,
+                    id,
+                    n_tokens: n,
+                });
+            }
+        }
+        if self.merges.is_empty() {
+            return Err(GgufVocabError::NoMerges);
+        }
+        Ok(())
+    }
+
+    fn special_ids(&self) -> [(&'static str, Option<u32>); 4] {
+        [
+            ("bos_token_id", self.bos_token_id),
+            ("eos_token_id", self.eos_token_id),
+            ("unknown_token_id", self.unknown_token_id),
+            ("padding_token_id", self.padding_token_id),
+        ]
+    }
+
+    fn type_of(&self, id: usize) -> i32 {
+        self.token_type
+            .get(id)
+            .copied()
+            .unwrap_or(token_type::NORMAL)
+    }
+}
+
+/// The `tokenizer.json` (as JSON) of the tokenizer transformers builds from `vocab`; see the
+/// module documentation for what it holds.
+pub fn tokenizer_json(vocab: &GgufVocab) -> Result<Value, GgufVocabError> {
+    vocab.validate()?;
+    let alphabet = byte_alphabet();
+    let n = vocab.tokens.len();
+
+    let mut ids: HashMap<String, usize> = HashMap::with_capacity(n);
+    let mut spelled: Vec<String> = Vec::with_capacity(n);
+    for (i, token) in vocab.tokens.iter().enumerate() {
+        let s = byte_level_spelling(token, &alphabet);
+        if let Some(&first) = ids.get(&s) {
+            return Err(GgufVocabError::DuplicateToken {
+                token: s,
+                first,
+                second: i,
+            });
+        }
+        ids.insert(s.clone(), i);
+        spelled.push(s);
+    }
+
+    let mut merges = Vec::with_capacity(vocab.merges.len());
+    for (index, merge) in vocab.merges.iter().enumerate() {
+        let invalid = |reason: String| GgufVocabError::InvalidMerge {
+            index,
+            merge: merge.clone(),
+            reason,
+        };
+        let mut parts = merge.split(' ');
+        let (Some(a), Some(b), None) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(invalid("not two tokens separated by one space".to_string()));
+        };
+        if a.is_empty() || b.is_empty() {
+            return Err(invalid("a side is empty".to_string()));
+        }
+        for side in [a, b] {
+            if !ids.contains_key(side) {
+                return Err(invalid(format!("{side:?} is not a token")));
+            }
+        }
+        let joined = format!("{a}{b}");
+        if !ids.contains_key(&joined) {
+            return Err(invalid(format!(
+                "the merged token {joined:?} is not a token"
+            )));
+        }
+        merges.push(json!([a, b]));
+    }
+
+    // Added tokens: control (special), then user-defined (not special), then the bos / eos /
+    // unknown / padding tokens (special) that are not added yet; written in id order.
+    let mut added: Vec<(usize, bool)> = Vec::new();
+    let mut is_added = vec![false; n];
+    let mut add = |id: usize, special: bool, added: &mut Vec<(usize, bool)>| {
+        if !is_added[id] && in_alphabet(&vocab.tokens[id], &alphabet) {
+            is_added[id] = true;
+            added.push((id, special));
+        }
+    };
+    for id in 0..n {
+        if vocab.type_of(id) == token_type::CONTROL {
+            add(id, true, &mut added);
+        }
+    }
+    for id in 0..n {
+        if vocab.type_of(id) == token_type::USER_DEFINED {
+            add(id, false, &mut added);
+        }
+    }
+    for (_, id) in vocab.special_ids() {
+        if let Some(id) = id {
+            add(id as usize, true, &mut added);
+        }
+    }
+    added.sort_unstable();
+    let added_tokens: Vec<Value> = added
+        .iter()
+        .map(|&(id, special)| {
+            json!({
+                "id": id,
+                "content": vocab.tokens[id],
+                "single_word": false,
+                "lstrip": false,
+                "rstrip": false,
+                "normalized": false,
+                "special": special,
+            })
+        })
+        .collect();
+
+    let bos = vocab
+        .bos_token_id
+        .filter(|_| vocab.add_bos_token == Some(true));
+    let eos = vocab
+        .eos_token_id
+        .filter(|_| vocab.add_eos_token == Some(true));
+    let special = |id: u32, type_id: u32| json!({ "SpecialToken": { "id": vocab.tokens[id as usize], "type_id": type_id } });
+    let sequence =
+        |name: &str, type_id: u32| json!({ "Sequence": { "id": name, "type_id": type_id } });
+    let mut single = Vec::new();
+    let mut pair = Vec::new();
+    for (name, type_id, out) in [("A", 0, &mut single), ("B", 1, &mut pair)] {
+        if let Some(b) = bos {
+            out.push(special(b, type_id));
+        }
+        out.push(sequence(name, type_id));
+        if let Some(e) = eos {
+            out.push(special(e, type_id));
+        }
+    }
+    let pair: Vec<Value> = single.iter().cloned().chain(pair).collect();
+    let mut special_tokens = serde_json::Map::new();
+    for id in [bos, eos].into_iter().flatten() {
+        let token = &vocab.tokens[id as usize];
+        special_tokens.insert(
+            token.clone(),
+            json!({ "id": token, "ids": [id], "tokens": [token] }),
+        );
+    }
+
+    let mut vocab_map = serde_json::Map::new();
+    for (i, s) in spelled.into_iter().enumerate() {
+        vocab_map.insert(s, json!(i));
+    }
+    let pre = vocab
+        .pre
+        .as_deref()
+        .and_then(pre_tokenizer)
+        .ok_or_else(|| GgufVocabError::UnsupportedPre {
+            pre: vocab.pre.clone(),
+            supported: SUPPORTED_PRE,
+        })?;
+    Ok(json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added_tokens,
+        "normalizer": null,
+        "pre_tokenizer": pre,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": single,
+            "pair": pair,
+            "special_tokens": special_tokens,
+        },
+        "decoder": {
+            "type": "ByteLevel",
+            "add_prefix_space": true,
+            "trim_offsets": true,
+            "use_regex": true,
+        },
+        "model": {
+            "type": "BPE",
+            "dropout": null,
+            "unk_token": null,
+            "continuing_subword_prefix": "",
+            "end_of_word_suffix": "",
+            "fuse_unk": false,
+            "byte_fallback": false,
+            "ignore_merges": false,
+            "vocab": vocab_map,
+            "merges": merges,
+        },
+    }))
+}
+
+/// The tokenizer transformers builds from `vocab` (see the module documentation), loaded by the
+/// `tokenizers` crate from the JSON of [`tokenizer_json`].
+pub fn build_tokenizer(vocab: &GgufVocab) -> Result<tokenizers::Tokenizer, GgufVocabError> {
+    let spec = tokenizer_json(vocab)?;
+    let bytes = serde_json::to_vec(&spec).map_err(|e| GgufVocabError::Tokenizers {
+        message: e.to_string(),
+    })?;
+    tokenizers::Tokenizer::from_bytes(&bytes).map_err(|e| GgufVocabError::Tokenizers {
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    /// A tiny byte-level vocabulary, `pre` = `qwen2`:
+    ///
+    /// | id | token | type |
+    /// |----|-------|------|
+    /// | 0 | `a` | normal |
+    /// | 1 | `b` | normal |
+    /// | 2 | `Ġ` (a space) | normal |
+    /// | 3 | `ab` | normal |
+    /// | 4 | `Ġab` | normal |
+    /// | 5 | `<|x|>` | control |
+    /// | 6 | `<t>` | user-defined |
+    /// | 7 | `1` | normal |
+    /// | 8 | `Ċ` (a newline) | normal |
+    /// | 9 | `ĊĊ` | normal |
+    ///
+    /// merges `a b` (→ `ab`), `Ġ ab` (→ `Ġab`), `Ċ Ċ` (→ `ĊĊ`); eos 5.
+    fn tiny() -> GgufVocab {
+        GgufVocab {
+            model: "gpt2".into(),
+            pre: Some("qwen2".into()),
+            tokens: ["a", "b", "Ġ", "ab", "Ġab", "<|x|>", "<t>", "1", "Ċ", "ĊĊ"]
+                .map(String::from)
+                .to_vec(),
+            token_type: vec![1, 1, 1, 1, 1, 3, 4, 1, 1, 1],
+            merges: ["a b", "Ġ ab", "Ċ Ċ"].map(String::from).to_vec(),
+            eos_token_id: Some(5),
+            ..GgufVocab::default()
+        }
+    }
+
+    fn ids(tok: &tokenizers::Tokenizer, text: &str, special: bool) -> Vec<u32> {
+        tok.encode(text, special).unwrap().get_ids().to_vec()
+    }
+
+    #[test]
+    fn tiny_vocabulary_encodes_as_derived_by_hand() {
+        let tok = build_tokenizer(&tiny()).unwrap();
+        // "ab ab": the qwen2 regex gives "ab" and " ab"; byte-level: "ab", "Ġab"; merges a+b → ab
+        // and Ġ+ab → Ġab: [3, 4].
+        assert_eq!(ids(&tok, "ab ab", false), vec![3, 4]);
+        // "ba": one piece "ba"; no merge b+a: [1, 0].
+        assert_eq!(ids(&tok, "ba", false), vec![1, 0]);
+        // "<|x|>" is a control token and "<t>" a user-defined one, both matched whole; the rest
+        // splits as "ab" and " " (a lone space at the end is its own piece): [3, 5, 6, 3, 2].
+        assert_eq!(ids(&tok, "ab<|x|><t>ab ", false), vec![3, 5, 6, 3, 2]);
+        // "a\n\n11": "a", "\n\n" (one piece: \s*[\r\n]+), "1", "1" (qwen2 splits digits);
+        // Ċ+Ċ → ĊĊ: [0, 9, 7, 7].
+        assert_eq!(ids(&tok, "a\n\n11", false), vec![0, 9, 7, 7]);
+        // "c" is not in the vocabulary and there is no unknown token: the `tokenizers` BPE
+        // leaves it out of the word before merging, so "a" and "b" meet and merge: [3].
+        assert_eq!(ids(&tok, "acb", false), vec![3]);
+        // add_bos_token / add_eos_token are unset: nothing added.
+        assert_eq!(ids(&tok, "ab", true), vec![3]);
+        // Decoding maps the byte-level characters back; skip_special_tokens drops <|x|> only.
+        assert_eq!(
+            tok.decode(&[3, 5, 6, 4, 9], false).unwrap(),
+            "ab<|x|><t> ab\n\n"
+        );
+        assert_eq!(tok.decode(&[3, 5, 6, 4], true).unwrap(), "ab<t> ab");
+    }
+
+    #[test]
+    fn smollm_and_llama_pre_tokenizers_differ_as_documented() {
+        let mut v = tiny();
+        v.tokens[7] = "12".into();
+        v.tokens.push("1".into());
+        v.tokens.push("2".into());
+        v.token_type.extend([1, 1]);
+        v.merges.push("1 2".into());
+        // ids: 7 = "12", 10 = "1", 11 = "2"; merge 1+2 → 12.
+        v.pre = Some("qwen2".into());
+        let qwen = build_tokenizer(&v).unwrap();
+        // qwen2 splits every digit: "1", "2", "1", "2" → [10, 11, 10, 11].
+        assert_eq!(ids(&qwen, "1212", false), vec![10, 11, 10, 11]);
+        v.pre = Some("llama-bpe".into());
+        let llama = build_tokenizer(&v).unwrap();
+        // llama-bpe keeps up to three digits: "121", "2" → 1+2 → 12, then 1: [7, 10, 11].
+        assert_eq!(ids(&llama, "1212", false), vec![7, 10, 11]);
+        v.pre = Some("smollm".into());
+        let smol = build_tokenizer(&v).unwrap();
+        // GPT-2's regex keeps the digits together: "1212" → 12, 12: [7, 7].
+        assert_eq!(ids(&smol, "1212", false), vec![7, 7]);
+    }
+
+    #[test]
+    fn bos_and_eos_are_added_when_the_flags_say_so() {
+        let mut v = tiny();
+        v.bos_token_id = Some(6);
+        v.add_bos_token = Some(true);
+        v.add_eos_token = Some(true);
+        let tok = build_tokenizer(&v).unwrap();
+        assert_eq!(ids(&tok, "ab", true), vec![6, 3, 5]);
+        assert_eq!(ids(&tok, "ab", false), vec![3]);
+        let pair = tok.encode(("ab", "b"), true).unwrap();
+        assert_eq!(pair.get_ids(), &[6, 3, 5, 6, 1, 5]);
+        // A flag without its id is ignored.
+        v.bos_token_id = None;
+        let tok = build_tokenizer(&v).unwrap();
+        assert_eq!(ids(&tok, "ab", true), vec![3, 5]);
+    }
+
+    #[test]
+    fn special_ids_become_special_added_tokens_unless_added_already() {
+        let mut v = tiny();
+        // The padding token is the normal token "b": it becomes special (skipped when decoding
+        // with skip_special_tokens); the user-defined "<t>" as eos stays not special.
+        v.padding_token_id = Some(1);
+        v.eos_token_id = Some(6);
+        let tok = build_tokenizer(&v).unwrap();
+        assert_eq!(tok.decode(&[0, 1, 6], true).unwrap(), "a<t>");
+        let spec = tokenizer_json(&v).unwrap();
+        let added: Vec<(u64, bool)> = spec["added_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["id"].as_u64().unwrap(), a["special"].as_bool().unwrap()))
+            .collect();
+        assert_eq!(added, vec![(1, true), (5, true), (6, false)]);
+    }
+
+    #[test]
+    fn tokens_outside_the_byte_alphabet_are_respelled_and_never_added() {
+        let mut v = tiny();
+        // A raw space token: respelled "Ġ", a duplicate of id 2.
+        v.tokens.push(" ".into());
+        v.token_type.push(1);
+        assert_eq!(
+            tokenizer_json(&v).unwrap_err(),
+            GgufVocabError::DuplicateToken {
+                token: "Ġ".into(),
+                first: 2,
+                second: 10
+            }
+        );
+        // "x y" as a control token: respelled "xĠy" in the vocabulary, not an added token.
+        v.tokens[10] = "x y".into();
+        v.token_type[10] = 3;
+        let spec = tokenizer_json(&v).unwrap();
+        assert_eq!(spec["model"]["vocab"]["xĠy"], json!(10));
+        assert!(
+            spec["added_tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["id"] != json!(10))
+        );
+    }
+
+    #[test]
+    fn unsupported_models_and_pre_tokenizers_are_named() {
+        let mut v = tiny();
+        v.model = "llama".into();
+        let e = build_tokenizer(&v).unwrap_err();
+        assert!(matches!(&e, GgufVocabError::UnsupportedModel { model, .. } if model == "llama"));
+        assert!(e.to_string().contains("\"gpt2\""), "{e}");
+        let mut v = tiny();
+        v.pre = Some("deepseek-llm".into());
+        let e = build_tokenizer(&v).unwrap_err();
+        assert_eq!(
+            e,
+            GgufVocabError::UnsupportedPre {
+                pre: Some("deepseek-llm".into()),
+                supported: SUPPORTED_PRE
+            }
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("deepseek-llm") && msg.contains("smollm") && msg.contains("llama-bpe"),
+            "{msg}"
+        );
+        v.pre = None;
+        assert!(matches!(
+            build_tokenizer(&v),
+            Err(GgufVocabError::UnsupportedPre { pre: None, .. })
+        ));
+    }
+
+    #[test]
+    fn invalid_vocabularies_are_typed_errors() {
+        let check = |f: &dyn Fn(&mut GgufVocab), want: GgufVocabError| {
+            let mut v = tiny();
+            f(&mut v);
+            assert_eq!(build_tokenizer(&v).unwrap_err(), want);
+        };
+        check(
+            &|v| {
+                v.tokens.clear();
+                v.token_type.clear();
+            },
+            GgufVocabError::NoTokens,
+        );
+        check(
+            &|v| {
+                v.token_type.pop();
+            },
+            GgufVocabError::TokenTypeCount {
+                tokens: 10,
+                token_types: 9,
+            },
+        );
+        check(
+            &|v| v.token_type[4] = 7,
+            GgufVocabError::InvalidTokenType { index: 4, value: 7 },
+        );
+        check(
+            &|v| v.token_type[4] = -1,
+            GgufVocabError::InvalidTokenType {
+                index: 4,
+                value: -1,
+            },
+        );
+        check(
+            &|v| v.tokens[3] = String::new(),
+            GgufVocabError::EmptyToken { index: 3 },
+        );
+        check(
+            &|v| v.tokens[9] = "ab".into(),
+            GgufVocabError::DuplicateToken {
+                token: "ab".into(),
+                first: 3,
+                second: 9,
+            },
+        );
+        check(
+            &|v| v.bos_token_id = Some(10),
+            GgufVocabError::SpecialIdOutOfRange {
+                field: "bos_token_id",
+                id: 10,
+                n_tokens: 10,
+            },
+        );
+        check(
+            &|v| v.padding_token_id = Some(u32::MAX),
+            GgufVocabError::SpecialIdOutOfRange {
+                field: "padding_token_id",
+                id: u32::MAX,
+                n_tokens: 10,
+            },
+        );
+        check(&|v| v.merges.clear(), GgufVocabError::NoMerges);
+        let merge = |index: usize, merge: &str, reason: &str| GgufVocabError::InvalidMerge {
+            index,
+            merge: merge.into(),
+            reason: reason.into(),
+        };
+        check(
+            &|v| v.merges[1] = "Ġab".into(),
+            merge(1, "Ġab", "not two tokens separated by one space"),
+        );
+        check(
+            &|v| v.merges[1] = "Ġ a b".into(),
+            merge(1, "Ġ a b", "not two tokens separated by one space"),
+        );
+        check(
+            &|v| v.merges[2] = "Ċ ".into(),
+            merge(2, "Ċ ", "a side is empty"),
+        );
+        check(
+            &|v| v.merges[0] = "a c".into(),
+            merge(0, "a c", "\"c\" is not a token"),
+        );
+        check(
+            &|v| v.merges[0] = "b a".into(),
+            merge(0, "b a", "the merged token \"ba\" is not a token"),
+        );
+        // Every check above is a typed error; none panics. A type of 0 (undefined) is accepted.
+        let mut v = tiny();
+        v.token_type[0] = 0;
+        assert!(build_tokenizer(&v).is_ok());
+        // No token types at all: every token is normal, so the user-defined "<t>" is plain text
+        // (its characters are not tokens); "<|x|>" stays whole as the eos token.
+        let mut v = tiny();
+        v.token_type.clear();
+        let tok = build_tokenizer(&v).unwrap();
+        assert!(!ids(&tok, "<t>", false).contains(&6));
+        assert_eq!(ids(&tok, "<|x|>", false), vec![5]);
+    }
+
+    #[test]
+    fn byte_alphabet_is_gpt2s() {
+        let a = byte_alphabet();
+        assert_eq!(a[b' ' as usize], 'Ġ');
+        assert_eq!(a[b'\n' as usize], 'Ċ');
+        assert_eq!(a[b'\t' as usize], 'ĉ');
+        assert_eq!(a[0], 'Ā');
+        assert_eq!(a[b'!' as usize], '!');
+        assert_eq!(a[0xAD], 'Ń');
+        assert_eq!(a[0xFF], 'ÿ');
+        let mut all: Vec<char> = a.to_vec();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), 256);
+        assert_eq!(byte_level_spelling("é x", &a), "Ã©Ġx");
+        assert_eq!(byte_level_spelling("Ġx", &a), "Ġx");
+    }
+
+    // ---- fixtures of HF transformers' ids (tools/gguf/gen_tokenizer_fixture.py) ----
+
+    /// FNV-1a 64 over each item as its UTF-8 length (u64, little endian) then its bytes; the
+    /// fixture script computes the same.
+    pub(crate) fn fnv1a64<I: IntoIterator<Item = S>, S: ToString>(items: I) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for item in items {
+            let s = item.to_string();
+            for &b in (s.len() as u64).to_le_bytes().iter().chain(s.as_bytes()) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        format!("{h:016x}")
+    }
+
+    pub(crate) fn fixture_path(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/gguf")
+            .join(name)
+    }
+
+    fn read_json(path: &Path) -> Value {
+        let text =
+            std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The fixture's special ids and flags on a vocabulary.
+    fn apply_fixture_specials(v: &mut GgufVocab, f: &Value) {
+        let id = |k: &str| f[k].as_u64().map(|x| x as u32);
+        v.bos_token_id = id("bos_token_id");
+        v.eos_token_id = id("eos_token_id");
+        v.unknown_token_id = id("unknown_token_id");
+        v.padding_token_id = id("padding_token_id");
+        v.add_bos_token = f["add_bos_token"].as_bool();
+        v.add_eos_token = f["add_eos_token"].as_bool();
+        v.add_space_prefix = f["add_space_prefix"].as_bool();
+    }
+
+    /// Checks that `vocab` is the fixture's (sizes, FNV digests, special ids).
+    pub(crate) fn assert_vocab_matches(vocab: &GgufVocab, fixture: &Value) {
+        let f = &fixture["vocab"];
+        assert_eq!(Some(vocab.model.as_str()), f["model"].as_str());
+        assert_eq!(vocab.pre.as_deref(), f["pre"].as_str());
+        assert_eq!(Some(vocab.tokens.len() as u64), f["n_tokens"].as_u64());
+        assert_eq!(Some(vocab.merges.len() as u64), f["n_merges"].as_u64());
+        assert_eq!(
+            Some(fnv1a64(&vocab.tokens).as_str()),
+            f["tokens_fnv1a64"].as_str()
+        );
+        assert_eq!(
+            Some(fnv1a64(&vocab.token_type).as_str()),
+            f["token_types_fnv1a64"].as_str()
+        );
+        assert_eq!(
+            Some(fnv1a64(&vocab.merges).as_str()),
+            f["merges_fnv1a64"].as_str()
+        );
+        let mut expected = vocab.clone();
+        apply_fixture_specials(&mut expected, f);
+        assert_eq!(
+            vocab, &expected,
+            "special ids / flags differ from the fixture"
+        );
+    }
+
+    /// Encodes every case of a fixture with `tok` and compares with transformers: ids without
+    /// special tokens (`ids_without_phantom` where present), ids with them (`special_prefix` +
+    /// ids + `special_suffix`) and the decoded text. Returns the number of cases (all equal) and
+    /// the number of them that are phantom-token cases; panics listing the first mismatches.
+    pub(crate) fn assert_cases_match(
+        tok: &tokenizers::Tokenizer,
+        fixture: &Value,
+    ) -> (usize, usize) {
+        let as_ids = |v: &Value| -> Vec<u32> {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap() as u32)
+                .collect()
+        };
+        let prefix = as_ids(&fixture["special_prefix"]);
+        let suffix = as_ids(&fixture["special_suffix"]);
+        let n_tokens = fixture["vocab"]["n_tokens"].as_u64().unwrap() as u32;
+        let cases = fixture["cases"].as_array().unwrap();
+        let texts: Vec<&str> = cases.iter().map(|c| c["text"].as_str().unwrap()).collect();
+        let plain = tok.encode_batch(texts.clone(), false).unwrap();
+        let with_special = tok.encode_batch(texts.clone(), true).unwrap();
+        let mut failures = Vec::new();
+        let mut phantom = 0;
+        for (i, c) in cases.iter().enumerate() {
+            let expected = match c.get("ids_without_phantom") {
+                Some(v) => {
+                    phantom += 1;
+                    as_ids(v)
+                }
+                None => as_ids(&c["ids"]),
+            };
+            let got = plain[i].get_ids();
+            if got != expected.as_slice() {
+                failures.push(format!(
+                    "case {i} {:?}: got {got:?}, transformers {expected:?}",
+                    texts[i]
+                ));
+                continue;
+            }
+            assert!(got.iter().all(|&id| id < n_tokens));
+            let full: Vec<u32> = prefix
+                .iter()
+                .chain(&expected)
+                .chain(&suffix)
+                .copied()
+                .collect();
+            if with_special[i].get_ids() != full.as_slice() {
+                failures.push(format!(
+                    "case {i} {:?} with special tokens: got {:?}, transformers {full:?}",
+                    texts[i],
+                    with_special[i].get_ids()
+                ));
+                continue;
+            }
+            if c.get("ids_without_phantom").is_none() {
+                let want = c["decoded"].as_str().unwrap_or(texts[i]);
+                let decoded = tok.decode(&expected, false).unwrap();
+                if decoded != want {
+                    failures.push(format!(
+                        "case {i} decode: got {decoded:?}, transformers {want:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} cases differ from transformers:\n{}",
+            failures.len(),
+            cases.len(),
+            failures
+                .iter()
+                .take(20)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        (cases.len(), phantom)
+    }
+
+    /// llama.cpp's `TextModel.does_token_look_special`.
+    fn looks_special(t: &str) -> bool {
+        matches!(t, "<pad>" | "<mask>" | "<2mass>" | "[@BOS@]")
+            || (t.starts_with("<|") && t.ends_with("|>"))
+            || (t.starts_with("<｜") && t.ends_with("｜>"))
+            || (t.starts_with("<unused") && t.ends_with('>'))
+    }
+
+    /// The vocabulary llama.cpp's converter writes for a HF `tokenizer.json`
+    /// (`TextModel.get_vocab_base`): `n_tokens` ids, `[PAD<id>]` (unused) where the tokenizer has
+    /// no token, added tokens control when special or special-looking and user-defined otherwise,
+    /// the rest normal; merges as `"a b"`. Special ids and flags come from the fixture.
+    fn vocab_from_tokenizer_json(path: &Path, fixture: &Value) -> GgufVocab {
+        let tj = read_json(path);
+        let f = &fixture["vocab"];
+        let n = f["n_tokens"].as_u64().unwrap() as usize;
+        let mut tokens: Vec<Option<String>> = vec![None; n];
+        let mut types = vec![token_type::UNUSED; n];
+        for (t, id) in tj["model"]["vocab"].as_object().unwrap() {
+            let id = id.as_u64().unwrap() as usize;
+            tokens[id] = Some(t.clone());
+            types[id] = token_type::NORMAL;
+        }
+        for a in tj["added_tokens"].as_array().unwrap() {
+            let id = a["id"].as_u64().unwrap() as usize;
+            let content = a["content"].as_str().unwrap();
+            tokens[id] = Some(content.to_string());
+            types[id] = if a["special"].as_bool().unwrap() || looks_special(content) {
+                token_type::CONTROL
+            } else {
+                token_type::USER_DEFINED
+            };
+        }
+        let merges = tj["model"]["merges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| match m {
+                Value::String(s) => s.clone(),
+                Value::Array(p) => format!("{} {}", p[0].as_str().unwrap(), p[1].as_str().unwrap()),
+                other => panic!("merge {other}"),
+            })
+            .collect();
+        let mut v = GgufVocab {
+            model: "gpt2".into(),
+            pre: f["pre"].as_str().map(str::to_string),
+            tokens: tokens
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| t.unwrap_or_else(|| format!("[PAD{i}]")))
+                .collect(),
+            token_type: types,
+            merges,
+            ..GgufVocab::default()
+        };
+        apply_fixture_specials(&mut v, f);
+        v
+    }
+
+    fn fetched_tokenizer(env: &str, folder: &str, script: &str) -> PathBuf {
+        let path = std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../.cache")
+                .join(folder)
+                .join("tokenizer.json")
+        });
+        assert!(
+            path.is_file(),
+            "{} is missing: run bash {script} (or set {env} to its tokenizer.json)",
+            path.display()
+        );
+        path
+    }
+
+    fn check_fetched(fixture: &str, env: &str, folder: &str, script: &str) -> (usize, usize) {
+        let fixture = read_json(&fixture_path(fixture));
+        let vocab = vocab_from_tokenizer_json(&fetched_tokenizer(env, folder, script), &fixture);
+        assert_vocab_matches(&vocab, &fixture);
+        let tok = build_tokenizer(&vocab).unwrap();
+        assert_cases_match(&tok, &fixture)
+    }
+
+    #[test]
+    fn qwen2_cases_match_transformers() {
+        let (n, phantom) = check_fetched(
+            "qwen2_tokenizer_cases.json",
+            "RLVR_QWEN3_TOKENIZER",
+            "qwen3-tokenizer",
+            "scripts/fetch-qwen3-tokenizer.sh",
+        );
+        assert!(n >= 1000);
+        assert_eq!(phantom, 0);
+    }
+
+    #[test]
+    fn llama_bpe_cases_match_transformers() {
+        let (n, phantom) = check_fetched(
+            "llama_bpe_tokenizer_cases.json",
+            "RLVR_LLAMA3_TOKENIZER",
+            "llama3-tokenizer",
+            "scripts/fetch-llama3-tokenizer.sh",
+        );
+        assert!(n >= 1000);
+        // Llama 3 has no <|endoftext|>: the cases that write it are compared with transformers'
+        // ids without its phantom token (module documentation).
+        assert!(phantom > 0);
+    }
+}
+
+#[cfg(test)]
+mod smollm2_tests {
+    use super::tests::{assert_cases_match, assert_vocab_matches, fixture_path};
+    use super::*;
+    use std::path::PathBuf;
+
+    /// The real SmolLM2-135M-Instruct GGUF (`scripts/fetch-smollm2.sh`): its `tokenizer.ggml.*`
+    /// read from the file, built, and encoding the 1,015 strings as transformers' tokenizer of the
+    /// same file does (`tools/gguf/gen_tokenizer_fixture.py`).
+    #[test]
+    fn smollm2_gguf_cases_match_transformers() {
+        let path = std::env::var_os("RLVR_SMOLLM2_GGUF")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let dir = std::env::var_os("RLVR_SMOLLM2_DIR")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| {
+                        PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                            .join(".cache/rlvr-smollm2")
+                    });
+                dir.join("SmolLM2-135M-Instruct.Q4_1.gguf")
+            });
+        assert!(
+            path.is_file(),
+            "{} is missing: run bash scripts/fetch-smollm2.sh (or set RLVR_SMOLLM2_GGUF)",
+            path.display()
+        );
+        let file = GgufFile::open(&path).unwrap();
+        let vocab = GgufVocab::read(&file).unwrap();
+        let text = std::fs::read_to_string(fixture_path("smollm2_tokenizer_cases.json")).unwrap();
+        let fixture: Value = serde_json::from_str(&text).unwrap();
+        assert_vocab_matches(&vocab, &fixture);
+        let (n, phantom) = assert_cases_match(&build_tokenizer(&vocab).unwrap(), &fixture);
+        assert!(n >= 1000);
+        assert_eq!(phantom, 0);
+    }
+}
