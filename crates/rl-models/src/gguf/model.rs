@@ -102,6 +102,13 @@ impl GgufModel {
             searched: self.path().display().to_string(),
         })?;
         let (values, _) = self.file.read_f32(&g)?;
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err(bad_key(
+                self.path(),
+                &g,
+                format!("tensor (HF `{name}`) holds a non-finite value"),
+            ));
+        }
         let c = &self.config;
         let heads = if name.contains(".self_attn.q_proj.") {
             Some(c.num_attention_heads)
