@@ -53,6 +53,15 @@ pub enum ModelError {
     /// A GGUF file is malformed or hostile (its header, metadata or tensor infos).
     #[error(transparent)]
     Gguf(Box<crate::gguf::GgufError>),
+    /// A model's chat template (in `tokenizer_config.json` or a GGUF file) cannot be read or
+    /// does not compile.
+    #[error("{file}: chat template: {message}")]
+    ChatTemplate {
+        /// The file holding the template.
+        file: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// A GGUF file's `tokenizer.ggml.*` metadata does not make a tokenizer this crate builds.
     #[error("{file}: {source}")]
     GgufVocab {
@@ -134,9 +143,17 @@ pub enum ModelError {
         message: String,
     },
     /// A tensor has a shape other than the config implies.
-    #[error("tensor `{tensor}`: shape {found:?}, expected {expected:?}")]
+    #[error(
+        "{file}: tensor `{tensor}`: shape {found:?}, expected {expected:?}{}",
+        implied_by(config.as_deref())
+    )]
     ShapeMismatch {
-        /// The HF tensor name.
+        /// The file holding the tensor.
+        file: PathBuf,
+        /// The config file the expected shape comes from, when the config is a file of its own
+        /// (`config.json`, `adapter_config.json`); `None` when it is the tensor's own file (GGUF).
+        config: Option<PathBuf>,
+        /// The tensor name (HF, or the file's own name for GGUF).
         tensor: String,
         /// Shape implied by the config.
         expected: Vec<usize>,
@@ -144,16 +161,22 @@ pub enum ModelError {
         found: Vec<usize>,
     },
     /// A tensor has a dtype other than bf16, f16 or f32.
-    #[error("tensor `{tensor}`: dtype {dtype} is not supported (expected BF16, F16 or F32)")]
+    #[error(
+        "{file}: tensor `{tensor}`: dtype {dtype} is not supported (expected BF16, F16 or F32)"
+    )]
     UnsupportedDtype {
+        /// The file holding the tensor.
+        file: PathBuf,
         /// The HF tensor name.
         tensor: String,
         /// The dtype in the file.
         dtype: String,
     },
     /// A parameter holds NaN or infinity after loading.
-    #[error("tensor `{tensor}`: holds a non-finite value")]
+    #[error("{file}: tensor `{tensor}`: holds a non-finite value")]
     NonFiniteWeight {
+        /// The file holding the tensor.
+        file: PathBuf,
         /// The HF tensor name.
         tensor: String,
     },
@@ -203,6 +226,11 @@ fn location(file: Option<&std::path::Path>, line: Option<usize>) -> String {
     }
 }
 
+/// ` as <config> implies` (or nothing) after the expected shape of a tensor.
+fn implied_by(config: Option<&std::path::Path>) -> String {
+    config.map_or_else(String::new, |c| format!(" as {} implies", c.display()))
+}
+
 /// An error from the tokenizer wrapper.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
@@ -243,6 +271,9 @@ pub enum TokenizerError {
     /// A chat template special token is not in the vocabulary.
     #[error("the tokenizer has no `{0}` token, which the Qwen chat template needs")]
     MissingSpecialToken(String),
+    /// The model's chat template failed on these messages (or a tool definition is not JSON).
+    #[error("chat template: {0}")]
+    ChatTemplate(String),
     /// A chat message has a role the template does not know.
     #[error("chat message {index}: role `{role}` (expected system, user, assistant or tool)")]
     InvalidRole {

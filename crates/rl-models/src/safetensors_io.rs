@@ -1,9 +1,10 @@
 //! Reading and writing HF safetensors checkpoints (single file or sharded with
 //! `model.safetensors.index.json`) with the `safetensors` crate, converting bf16/f16/f32 to f32.
 //!
-//! Files are not read whole: the header is parsed first (with `safetensors::tensor::Metadata`,
-//! which validates the offsets), every tensor is checked against the file length, and each tensor
-//! is then read on its own, so peak host memory is one tensor beyond the model.
+//! Files are not read whole: the header is parsed and checked first (entry by entry, naming the
+//! tensor at fault: dtype, shape, offsets, sizes, repeated names; then again with
+//! `safetensors::tensor::Metadata`), every tensor is checked against the file length, and each
+//! tensor is then read on its own, so peak host memory is one tensor beyond the model.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -50,8 +51,173 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ModelError + '_ {
     }
 }
 
+/// One tensor of a safetensors header, checked.
+#[derive(Debug)]
+struct HeaderTensor {
+    name: String,
+    dtype: Dtype,
+    shape: Vec<usize>,
+    /// Data offsets relative to the start of the data section.
+    start: u64,
+    end: u64,
+}
+
+/// The entries of a JSON object in file order, repeated keys included (serde's maps keep the last
+/// of a repeated key, which would hide it).
+struct RawEntries(Vec<(String, serde_json::Value)>);
+
+impl<'de> serde::Deserialize<'de> for RawEntries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawEntries;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object of tensor name -> {dtype, shape, data_offsets}")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawEntries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, serde_json::Value>()? {
+                    entries.push(entry);
+                }
+                Ok(RawEntries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// A JSON value as a `u64`, or a description of why it is not one.
+fn json_u64(v: &serde_json::Value) -> Result<u64, String> {
+    v.as_u64()
+        .ok_or_else(|| format!("{v} is not a non-negative integer below 2^64"))
+}
+
+/// One header entry checked on its own: a known dtype, a shape of non-negative integers, ordered
+/// data offsets, and a byte length equal to the shape's element count times the dtype's size.
+fn check_entry(name: &str, value: &serde_json::Value) -> Result<HeaderTensor, String> {
+    let fail = |what: String| format!("tensor `{name}`: {what}");
+    let obj = value
+        .as_object()
+        .ok_or_else(|| fail(format!("entry {value} is not a JSON object")))?;
+    let field = |key: &str| {
+        obj.get(key)
+            .ok_or_else(|| fail(format!("no `{key}` field")))
+    };
+    let dtype = match field("dtype")? {
+        serde_json::Value::String(s) => serde_json::from_value::<Dtype>(s.as_str().into())
+            .map_err(|e| fail(format!("dtype `{s}` is not a safetensors dtype ({e})")))?,
+        other => return Err(fail(format!("dtype {other} is not a string"))),
+    };
+    let shape: Vec<usize> = field("shape")?
+        .as_array()
+        .ok_or_else(|| fail("`shape` is not an array".to_string()))?
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            json_u64(d)
+                .and_then(|d| usize::try_from(d).map_err(|_| format!("{d} exceeds usize")))
+                .map_err(|e| fail(format!("shape[{i}]: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let offsets = field("data_offsets")?
+        .as_array()
+        .filter(|a| a.len() == 2)
+        .ok_or_else(|| fail("`data_offsets` is not an array of two integers".to_string()))?;
+    let start = json_u64(&offsets[0]).map_err(|e| fail(format!("data_offsets[0]: {e}")))?;
+    let end = json_u64(&offsets[1]).map_err(|e| fail(format!("data_offsets[1]: {e}")))?;
+    if end < start {
+        return Err(fail(format!(
+            "data_offsets [{start}, {end}] end before they start"
+        )));
+    }
+    let bits = shape
+        .iter()
+        .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
+        .and_then(|n| n.checked_mul(dtype.bitsize() as u128))
+        .filter(|b| *b <= u64::MAX as u128 * 8)
+        .ok_or_else(|| fail(format!("shape {shape:?} of {dtype} exceeds 2^64 bytes")))?;
+    if bits % 8 != 0 || (bits / 8) as u64 != end - start {
+        return Err(fail(format!(
+            "shape {shape:?} of {dtype} is {bits} bits, but data_offsets [{start}, {end}] span {} bytes",
+            end - start
+        )));
+    }
+    Ok(HeaderTensor {
+        name: name.to_string(),
+        dtype,
+        shape,
+        start,
+        end,
+    })
+}
+
+/// The tensors of a header JSON, each checked ([`check_entry`]), no name twice, the optional
+/// `__metadata__` a map of strings, and the data offsets tiling `0..end` without gap or overlap
+/// (as the format requires); sorted by offset. Every error names the tensor(s) at fault.
+fn check_header(header: &[u8]) -> Result<Vec<HeaderTensor>, String> {
+    let RawEntries(entries) = serde_json::from_slice(header).map_err(|e| e.to_string())?;
+    let mut seen = std::collections::HashSet::new();
+    let mut tensors = Vec::with_capacity(entries.len());
+    for (name, value) in &entries {
+        if !seen.insert(name.as_str()) {
+            return Err(format!("key `{name}` appears more than once"));
+        }
+        if name == "__metadata__" {
+            let strings = value
+                .as_object()
+                .is_some_and(|m| m.values().all(serde_json::Value::is_string));
+            if !strings {
+                return Err(format!(
+                    "`__metadata__` must be a map of strings to strings, found {value}"
+                ));
+            }
+            continue;
+        }
+        tensors.push(check_entry(name, value)?);
+    }
+    tensors.sort_by(|a, b| (a.start, a.end, &a.name).cmp(&(b.start, b.end, &b.name)));
+    // Overlaps first: two tensors sharing bytes also leave a gap where one of them should have
+    // been, and the overlap is the error that names both.
+    for pair in tensors.windows(2) {
+        let (p, t) = (&pair[0], &pair[1]);
+        if t.start < p.end {
+            return Err(format!(
+                "tensors `{}` and `{}` overlap: data_offsets [{}, {}] and [{}, {}]",
+                p.name, t.name, p.start, p.end, t.start, t.end
+            ));
+        }
+    }
+    let mut prev: Option<&HeaderTensor> = None;
+    for t in &tensors {
+        let prev_end = prev.map_or(0, |p| p.end);
+        if t.start > prev_end {
+            return Err(match prev {
+                Some(p) => format!(
+                    "{} unused bytes between tensor `{}` (ends at {prev_end}) and tensor `{}` (starts at {})",
+                    t.start - prev_end,
+                    p.name,
+                    t.name,
+                    t.start
+                ),
+                None => format!(
+                    "tensor `{}` starts at {}: the first tensor's data must start at 0",
+                    t.name, t.start
+                ),
+            });
+        }
+        prev = Some(t);
+    }
+    Ok(tensors)
+}
+
 /// Parses the header of one safetensors file and checks every tensor against the file length.
-fn read_header(path: &Path) -> Result<(u64, Metadata), ModelError> {
+///
+/// The header JSON is checked here entry by entry ([`check_header`]), so that every error names
+/// the tensor at fault, then parsed again with `safetensors::tensor::Metadata` as a second check.
+fn read_header(path: &Path) -> Result<(u64, Vec<HeaderTensor>), ModelError> {
     let mut f = File::open(path).map_err(io_err(path))?;
     let file_len = f.metadata().map_err(io_err(path))?.len();
     let invalid = |message: String| ModelError::InvalidSafetensors {
@@ -76,23 +242,17 @@ fn read_header(path: &Path) -> Result<(u64, Metadata), ModelError> {
     }
     let mut header = vec![0u8; n as usize];
     f.read_exact(&mut header).map_err(io_err(path))?;
-    let metadata: Metadata = serde_json::from_slice(&header).map_err(|e| invalid(e.to_string()))?;
+    let tensors = check_header(&header).map_err(invalid)?;
+    serde_json::from_slice::<Metadata>(&header).map_err(|e| invalid(e.to_string()))?;
     let data_start = 8 + n;
     let available = file_len - data_start;
-    let declared = metadata.data_len() as u64;
-    if declared > available {
-        // Name the first tensor (by offset) that does not fit.
-        let mut infos: Vec<_> = metadata.tensors().into_iter().collect();
-        infos.sort_by_key(|(_, info)| info.data_offsets);
-        let (tensor, needed) = infos
-            .into_iter()
-            .find(|(_, info)| info.data_offsets.1 as u64 > available)
-            .map(|(name, info)| (name, info.data_offsets.1 as u64))
-            .unwrap_or_else(|| ("<unnamed>".to_string(), declared));
+    let declared = tensors.last().map_or(0, |t| t.end);
+    // The first tensor (by offset) that does not fit.
+    if let Some(cut) = tensors.iter().find(|t| t.end > available) {
         return Err(ModelError::Truncated {
             file: path.to_path_buf(),
-            tensor,
-            needed,
+            tensor: cut.name.clone(),
+            needed: cut.end,
             available,
         });
     }
@@ -102,7 +262,7 @@ fn read_header(path: &Path) -> Result<(u64, Metadata), ModelError> {
             extra: available - declared,
         });
     }
-    Ok((data_start, metadata))
+    Ok((data_start, tensors))
 }
 
 #[derive(serde::Deserialize)]
@@ -136,8 +296,15 @@ impl WeightFiles {
 
         let mut entries: BTreeMap<String, TensorEntry> = BTreeMap::new();
         for (file_idx, file) in files.iter().enumerate() {
-            let (data_start, metadata) = read_header(file)?;
-            for (name, info) in metadata.tensors() {
+            let (data_start, tensors) = read_header(file)?;
+            for HeaderTensor {
+                name,
+                dtype,
+                shape,
+                start,
+                end,
+            } in tensors
+            {
                 if let Some(prev) = entries.get(&name) {
                     return Err(ModelError::ShardMismatch {
                         tensor: name,
@@ -163,15 +330,14 @@ impl WeightFiles {
                         ),
                     });
                 }
-                let (s, e) = info.data_offsets;
                 entries.insert(
                     name,
                     TensorEntry {
                         file: file_idx,
-                        dtype: info.dtype,
-                        shape: info.shape.clone(),
-                        offset: data_start + s as u64,
-                        len: (e - s) as u64,
+                        dtype,
+                        shape,
+                        offset: data_start + start,
+                        len: end - start,
                     },
                 );
             }
@@ -221,6 +387,11 @@ impl WeightFiles {
             .join(", ")
     }
 
+    /// The file holding tensor `name`, if any does.
+    pub fn file_of(&self, name: &str) -> Option<&Path> {
+        self.entries.get(name).map(|e| self.files[e.file].as_path())
+    }
+
     /// Reads tensor `name` as f32 values in row-major order (its on-disk layout).
     pub fn read_f32(&self, name: &str) -> Result<Vec<f32>, ModelError> {
         let entry = self
@@ -251,6 +422,7 @@ impl WeightFiles {
                 .collect(),
             other => {
                 return Err(ModelError::UnsupportedDtype {
+                    file: path.clone(),
                     tensor: name.to_string(),
                     dtype: format!("{other:?}"),
                 });
@@ -258,6 +430,7 @@ impl WeightFiles {
         };
         if values.iter().any(|v| !v.is_finite()) {
             return Err(ModelError::NonFiniteWeight {
+                file: path.clone(),
                 tensor: name.to_string(),
             });
         }

@@ -2,10 +2,12 @@
 //! template, and a char-level tokenizer for tiny demo models built through the same code path.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use crate::chat_template::ChatTemplate;
 use crate::error::TokenizerError;
 
 /// Qwen chat-template markers.
@@ -179,6 +181,7 @@ pub struct Tokenizer {
     inner: tokenizers::Tokenizer,
     defined: usize,
     unk_id: Option<u32>,
+    chat_template: Option<Arc<ChatTemplate>>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -186,6 +189,7 @@ impl std::fmt::Debug for Tokenizer {
         f.debug_struct("Tokenizer")
             .field("defined_ids", &self.defined)
             .field("unk_id", &self.unk_id)
+            .field("chat_template", &self.chat_template.is_some())
             .finish()
     }
 }
@@ -219,7 +223,21 @@ impl Tokenizer {
             inner,
             defined,
             unk_id,
+            chat_template: None,
         }
+    }
+
+    /// The same tokenizer rendering chats with the model's own Jinja `template` (the
+    /// `chat_template` of `tokenizer_config.json` or a GGUF's `tokenizer.chat_template`) instead
+    /// of the built-in Qwen3 renderer ([`render_chat`]).
+    pub fn with_chat_template(mut self, template: ChatTemplate) -> Self {
+        self.chat_template = Some(Arc::new(template));
+        self
+    }
+
+    /// The model's chat template, when one was attached ([`Self::with_chat_template`]).
+    pub fn chat_template(&self) -> Option<&ChatTemplate> {
+        self.chat_template.as_deref()
     }
 
     /// Loads a `tokenizer.json` file.
@@ -235,15 +253,67 @@ impl Tokenizer {
     }
 
     /// The tokenizer of a model: `explicit` (a `tokenizer.json`) when given, else the
-    /// `tokenizer.ggml.*` vocabulary of a GGUF `model` file, else `<model>/tokenizer.json`.
+    /// `tokenizer.ggml.*` vocabulary of a GGUF `model` file, else `<model>/tokenizer.json`;
+    /// with the model's chat template attached when it has one (the GGUF's
+    /// `tokenizer.chat_template`, or `chat_template` in the `tokenizer_config.json` beside the
+    /// tokenizer).
     pub fn for_model(model: &Path, explicit: Option<&Path>) -> Result<Self, crate::ModelError> {
         if let Some(path) = explicit {
-            return Ok(Self::from_file(path)?);
+            let tokenizer = Self::from_file(path)?;
+            let config = path.with_file_name("tokenizer_config.json");
+            return tokenizer.with_template_of_config(&config);
         }
         if crate::gguf::is_gguf(model) {
             return crate::gguf::GgufModel::open(model)?.tokenizer();
         }
-        Ok(Self::from_file(model.join("tokenizer.json"))?)
+        Self::from_file(model.join("tokenizer.json"))?
+            .with_template_of_config(&model.join("tokenizer_config.json"))
+    }
+
+    /// Attaches the `chat_template` of an HF `tokenizer_config.json` (a string, or the
+    /// `default` entry of a list of named templates) with its `bos_token` / `eos_token`; a
+    /// missing file or field leaves the tokenizer as it is.
+    fn with_template_of_config(self, path: &Path) -> Result<Self, crate::ModelError> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(self),
+            Err(source) => {
+                return Err(TokenizerError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+                .into());
+            }
+        };
+        let bad = |message: String| crate::ModelError::ChatTemplate {
+            file: path.to_path_buf(),
+            message,
+        };
+        let config: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+        let source = match config.get("chat_template") {
+            None | Some(serde_json::Value::Null) => return Ok(self),
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Array(named)) => named
+                .iter()
+                .find(|t| t.get("name").and_then(|n| n.as_str()) == Some("default"))
+                .and_then(|t| t.get("template").and_then(|s| s.as_str()))
+                .ok_or_else(|| bad("`chat_template` lists no template named `default`".into()))?
+                .to_string(),
+            Some(_) => return Err(bad("`chat_template` is neither a string nor a list".into())),
+        };
+        // transformers passes a special token as its text, whether written as a string or as
+        // an AddedToken object (`{"content": ...}`).
+        let token = |key: &str| {
+            config.get(key).and_then(|v| {
+                v.as_str()
+                    .or_else(|| v.get("content").and_then(|c| c.as_str()))
+                    .map(str::to_string)
+            })
+        };
+        let template = ChatTemplate::new(&source, token("bos_token"), token("eos_token"))
+            .map_err(|e| bad(e.to_string()))?;
+        Ok(self.with_chat_template(template))
     }
 
     /// Loads `tokenizer.json` content.
@@ -391,23 +461,21 @@ impl Tokenizer {
             .ok_or_else(|| TokenizerError::MissingSpecialToken(token.to_string()))
     }
 
-    /// Ids of the rendered chat template ([`render_chat`]).
+    /// Ids of the rendered chat: the model's template when one is attached
+    /// ([`Self::with_chat_template`]), else the Qwen3 template ([`render_chat`]).
     pub fn apply_chat_template(
         &self,
         messages: &[ChatMessage],
         add_generation_prompt: bool,
         enable_thinking: bool,
     ) -> Result<Vec<u32>, TokenizerError> {
-        self.special_id(IM_START)?;
-        self.special_id(IM_END)?;
-        self.encode(&render_chat(
-            messages,
-            add_generation_prompt,
-            enable_thinking,
-        )?)
+        self.apply_chat_template_with_tools(messages, &[], add_generation_prompt, enable_thinking)
     }
 
-    /// Ids of the rendered chat template with tool definitions ([`render_chat_with_tools`]).
+    /// Ids of the rendered chat with tool definitions (JSON text per tool): the model's
+    /// template when one is attached, rendered as transformers' `apply_chat_template(messages,
+    /// tools=..., add_generation_prompt=..., enable_thinking=...)` does (no tools: `tools` is
+    /// `None`), else the Qwen3 template ([`render_chat_with_tools`]).
     pub fn apply_chat_template_with_tools(
         &self,
         messages: &[ChatMessage],
@@ -415,14 +483,40 @@ impl Tokenizer {
         add_generation_prompt: bool,
         enable_thinking: bool,
     ) -> Result<Vec<u32>, TokenizerError> {
-        self.special_id(IM_START)?;
-        self.special_id(IM_END)?;
-        self.encode(&render_chat_with_tools(
-            messages,
-            tools,
-            add_generation_prompt,
-            enable_thinking,
-        )?)
+        let text = match &self.chat_template {
+            Some(template) => {
+                let messages: Vec<serde_json::Value> = messages
+                    .iter()
+                    .map(|m| json!({"role": m.role, "content": m.content}))
+                    .collect();
+                let tools = tools
+                    .iter()
+                    .map(|t| {
+                        serde_json::from_str(t).map_err(|e| {
+                            TokenizerError::ChatTemplate(format!(
+                                "tool definition is not JSON: {e}"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<serde_json::Value>, _>>()?;
+                let mut extra = serde_json::Map::new();
+                extra.insert("enable_thinking".into(), json!(enable_thinking));
+                template
+                    .render(
+                        &messages,
+                        (!tools.is_empty()).then_some(tools.as_slice()),
+                        add_generation_prompt,
+                        &extra,
+                    )
+                    .map_err(|e| TokenizerError::ChatTemplate(e.to_string()))?
+            }
+            None => {
+                self.special_id(IM_START)?;
+                self.special_id(IM_END)?;
+                render_chat_with_tools(messages, tools, add_generation_prompt, enable_thinking)?
+            }
+        };
+        self.encode(&text)
     }
 
     /// The wrapped `tokenizers::Tokenizer`.

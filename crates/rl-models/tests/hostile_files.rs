@@ -46,11 +46,10 @@ use rl_models::{CausalLm, GgufDtype, ModelError, Tokenizer, TokenizerError, expo
 /// case over their values just before it.
 ///
 /// Measured on the 2-core dev machine (2026-12-04): the refused cases peak at ≤ 0.1 MiB in both
-/// meters, except `gguf_block_count_1000` (RSS 2.0 MiB, allocation 2.6 MiB: the 9,000 tensor
-/// names 1000 layers imply); an input that loads the whole fixture model allocates ≤ 0.41 MiB
-/// (RSS ≤ 2.1 MiB with the first load of the process); the 32 MiB calibration allocation reads
-/// 31.8–32.0 MiB. The inputs are files of ≤ 230 KB, so a correct loader needs a few MiB at
-/// most: 16 MiB is six times the largest peak measured, and still far below any allocation
+/// meters; an input that loads the whole fixture model allocates ≤ 0.41 MiB; the fuzz cases
+/// peak at ≤ 1.9 MiB (RSS with the first load of the process); the 32 MiB calibration
+/// allocation reads 31.9–32.0 MiB. The inputs are files of ≤ 230 KB, so a correct loader needs
+/// a few MiB at most: 16 MiB is eight times the largest peak measured, and still far below any allocation
 /// sized by a hostile count (the `num_hidden_layers = 10⁹` config that once allocated 14 GB, a
 /// 2⁴⁰-element array, a 2⁶² tensor count).
 const PEAK_BOUND_MIB: f64 = 16.0;
@@ -791,6 +790,7 @@ struct Case {
 }
 
 impl Case {
+    #[allow(dead_code, reason = "used while a case documents a known defect")]
     fn bug(mut self, note: &'static str) -> Self {
         self.bug = Some(note);
         self
@@ -898,7 +898,11 @@ fn safetensors_cases() -> Vec<Case> {
                 let mut bytes = b.qwen_st.clone();
                 patch_u64(&mut bytes, 0, 1 << 63);
                 let p = st(dir, b, &bytes);
-                made(Load::Model(dir.into()), &p, &["header length 9223372036854775808"])
+                made(
+                    Load::Model(dir.into()),
+                    &p,
+                    &["header length 9223372036854775808"],
+                )
             },
         ),
         case(
@@ -923,7 +927,11 @@ fn safetensors_cases() -> Vec<Case> {
                 let len = bytes.len() as u64;
                 patch_u64(&mut bytes, 0, len);
                 let p = st(dir, b, &bytes);
-                made(Load::Model(dir.into()), &p, &["header length", "exceeds the file"])
+                made(
+                    Load::Model(dir.into()),
+                    &p,
+                    &["header length", "exceeds the file"],
+                )
             },
         ),
         case(
@@ -962,8 +970,7 @@ fn safetensors_cases() -> Vec<Case> {
                 let t = &b.qwen_tensors[0].name;
                 made(Load::Model(dir.into()), &p, &["Q7_Z", t])
             },
-        )
-        .bug("the serde message names the dtype, not the tensor: `unknown variant `Q7_Z`, expected one of …`"),
+        ),
         case(
             "st_dtype_known_unsupported",
             "model.norm.weight stored as I16 (same byte size as BF16)",
@@ -975,21 +982,20 @@ fn safetensors_cases() -> Vec<Case> {
                 let p = st(dir, b, &bytes);
                 made(Load::Model(dir.into()), &p, &["model.norm.weight", "I16"])
             },
-        )
-        .bug("ModelError::UnsupportedDtype does not name the file"),
+        ),
         case(
             "st_shape_product_overflow",
             "shape of the first tensor = [2^32, 2^32, 2^32], offsets unchanged",
             "InvalidSafetensors naming the tensor",
             model!(ModelError::InvalidSafetensors { .. }),
             move |dir, b| {
-                let bytes =
-                    with_entries(b, &|e, _| e[0].shape = shape_json(&[1 << 32, 1 << 32, 1 << 32]));
+                let bytes = with_entries(b, &|e, _| {
+                    e[0].shape = shape_json(&[1 << 32, 1 << 32, 1 << 32])
+                });
                 let p = st(dir, b, &bytes);
                 made(Load::Model(dir.into()), &p, &[&b.qwen_tensors[0].name])
             },
-        )
-        .bug("the safetensors crate's `ValidationOverflow` message names no tensor"),
+        ),
         case(
             "st_dim_beyond_u64",
             "shape of the first tensor = [18446744073709551616] (2^64)",
@@ -1001,8 +1007,7 @@ fn safetensors_cases() -> Vec<Case> {
                 let p = st(dir, b, &bytes);
                 made(Load::Model(dir.into()), &p, &[&b.qwen_tensors[0].name])
             },
-        )
-        .bug("the serde message (`invalid type: floating point …`) names no tensor"),
+        ),
         case(
             "st_offsets_out_of_file",
             "data_offsets of the last tensor = [start, start + 2^40], shape unchanged",
@@ -1014,10 +1019,13 @@ fn safetensors_cases() -> Vec<Case> {
                     last.end = last.start + (1 << 40);
                 });
                 let p = st(dir, b, &bytes);
-                made(Load::Model(dir.into()), &p, &[&b.qwen_tensors.last().unwrap().name])
+                made(
+                    Load::Model(dir.into()),
+                    &p,
+                    &[&b.qwen_tensors.last().unwrap().name],
+                )
             },
-        )
-        .bug("the safetensors crate's `TensorInvalidInfo` message (`invalid shape, data type, or offset for tensor`) names no tensor"),
+        ),
         case(
             "st_tensor_past_eof",
             "an extra header entry [2048] BF16 whose data lies past the end of the file",
@@ -1035,7 +1043,11 @@ fn safetensors_cases() -> Vec<Case> {
                     });
                 });
                 let p = st(dir, b, &bytes);
-                made(Load::Model(dir.into()), &p, &["model.layers.0.mlp.ghost.weight"])
+                made(
+                    Load::Model(dir.into()),
+                    &p,
+                    &["model.layers.0.mlp.ghost.weight"],
+                )
             },
         ),
         case(
@@ -1046,7 +1058,11 @@ fn safetensors_cases() -> Vec<Case> {
             move |dir, b| {
                 let k = b.qwen_tensor("model.layers.0.self_attn.k_norm.weight");
                 let post = b.qwen_tensor("model.layers.0.post_attention_layernorm.weight");
-                assert_eq!(k, post + 1, "k_norm follows post_attention_layernorm in the file");
+                assert_eq!(
+                    k,
+                    post + 1,
+                    "k_norm follows post_attention_layernorm in the file"
+                );
                 let bytes = with_entries(b, &|e, _| {
                     e[k].start -= 16;
                     e[k].end -= 16;
@@ -1055,7 +1071,9 @@ fn safetensors_cases() -> Vec<Case> {
                 made(
                     Load::Model(dir.into()),
                     &p,
-                    &["model.layers.0.self_attn.k_norm.weight|model.layers.0.post_attention_layernorm.weight"],
+                    &[
+                        "model.layers.0.self_attn.k_norm.weight|model.layers.0.post_attention_layernorm.weight",
+                    ],
                 )
             },
         ),
@@ -1075,11 +1093,12 @@ fn safetensors_cases() -> Vec<Case> {
                 made(
                     Load::Model(dir.into()),
                     &p,
-                    &["model.layers.0.self_attn.q_norm.weight|model.layers.0.self_attn.k_norm.weight"],
+                    &[
+                        "model.layers.0.self_attn.q_norm.weight|model.layers.0.self_attn.k_norm.weight",
+                    ],
                 )
             },
-        )
-        .bug("the error names the tensor after the gap k_norm left (`invalid offset for tensor `model.layers.0.self_attn.k_proj.weight``), not the two tensors that share bytes"),
+        ),
         case(
             "st_offsets_vs_shape",
             "shape of model.norm.weight = [63], offsets still span 64 BF16 values",
@@ -1091,8 +1110,7 @@ fn safetensors_cases() -> Vec<Case> {
                 let p = st(dir, b, &bytes);
                 made(Load::Model(dir.into()), &p, &["model.norm.weight"])
             },
-        )
-        .bug("the safetensors crate's `TensorInvalidInfo` message names no tensor"),
+        ),
         case(
             "st_duplicate_name_same_entry",
             "the header JSON text holds the model.norm.weight entry twice, verbatim",
@@ -1106,8 +1124,7 @@ fn safetensors_cases() -> Vec<Case> {
                 let p = st(dir, b, &st_bytes(&twice, &data));
                 made(Load::Model(dir.into()), &p, &["model.norm.weight"])
             },
-        )
-        .bug("a tensor name repeated in the header JSON is accepted (serde keeps the last entry of a map)"),
+        ),
         case(
             "st_duplicate_name_conflicting",
             "the header JSON text repeats the first tensor's key with a copy of its data appended at the end",
@@ -1126,8 +1143,7 @@ fn safetensors_cases() -> Vec<Case> {
                 let p = st(dir, b, &st_bytes(&entries, &data));
                 made(Load::Model(dir.into()), &p, &[&b.qwen_tensors[0].name])
             },
-        )
-        .bug("a repeated tensor name is not reported as such: serde keeps the last entry and the error names the tensor after the gap"),
+        ),
         case(
             "st_missing_tensor",
             "model.layers.1.mlp.down_proj.weight left out (header and data)",
@@ -1135,8 +1151,12 @@ fn safetensors_cases() -> Vec<Case> {
             model!(ModelError::MissingTensor { .. }),
             move |dir, b| {
                 let name = "model.layers.1.mlp.down_proj.weight";
-                let kept: Vec<StTensor> =
-                    b.qwen_tensors.iter().filter(|t| t.name != name).cloned().collect();
+                let kept: Vec<StTensor> = b
+                    .qwen_tensors
+                    .iter()
+                    .filter(|t| t.name != name)
+                    .cloned()
+                    .collect();
                 let (entries, data) = st_layout(&kept);
                 let p = st(dir, b, &st_bytes(&entries, &data));
                 made(Load::Model(dir.into()), &p, &[name])
@@ -1154,10 +1174,13 @@ fn safetensors_cases() -> Vec<Case> {
                 assert_ne!(ts[i].shape, b.qwen_tensors[i].shape);
                 let (entries, data) = st_layout(&ts);
                 let p = st(dir, b, &st_bytes(&entries, &data));
-                made(Load::Model(dir.into()), &p, &["model.layers.0.mlp.up_proj.weight"])
+                made(
+                    Load::Model(dir.into()),
+                    &p,
+                    &["model.layers.0.mlp.up_proj.weight"],
+                )
             },
-        )
-        .bug("ModelError::ShapeMismatch does not name the file"),
+        ),
         case(
             "st_extra_tensor",
             "an extra tensor model.layers.0.mlp.extra.weight [4] BF16",
@@ -1173,7 +1196,11 @@ fn safetensors_cases() -> Vec<Case> {
                 });
                 let (entries, data) = st_layout(&ts);
                 let p = st(dir, b, &st_bytes(&entries, &data));
-                made(Load::Model(dir.into()), &p, &["model.layers.0.mlp.extra.weight"])
+                made(
+                    Load::Model(dir.into()),
+                    &p,
+                    &["model.layers.0.mlp.extra.weight"],
+                )
             },
         ),
         case(
@@ -1201,8 +1228,7 @@ fn safetensors_cases() -> Vec<Case> {
                 let p = st(dir, b, &st_bytes(&entries, &data));
                 made(Load::Model(dir.into()), &p, &["model.norm.weight"])
             },
-        )
-        .bug("ModelError::NonFiniteWeight does not name the file"),
+        ),
         case(
             "st_index_missing_shard",
             "model.safetensors.index.json mapping every tensor to a shard file that does not exist",
@@ -1260,14 +1286,28 @@ fn config_cases() -> Vec<Case> {
             "cfg_layers_1e9",
             "num_hidden_layers = 1000000000 beside the two-layer checkpoint",
             "InvalidConfig { field: num_hidden_layers }",
-            model!(ModelError::InvalidConfig { field: "num_hidden_layers", .. }),
-            |dir, b| with(dir, b, "num_hidden_layers", "1000000000", &["num_hidden_layers"]),
+            model!(ModelError::InvalidConfig {
+                field: "num_hidden_layers",
+                ..
+            }),
+            |dir, b| {
+                with(
+                    dir,
+                    b,
+                    "num_hidden_layers",
+                    "1000000000",
+                    &["num_hidden_layers"],
+                )
+            },
         ),
         case(
             "cfg_layers_1000",
             "num_hidden_layers = 1000 (within LIMITS) beside the two-layer checkpoint",
             "ConfigMismatch { field: num_hidden_layers }",
-            model!(ModelError::ConfigMismatch { field: "num_hidden_layers", .. }),
+            model!(ModelError::ConfigMismatch {
+                field: "num_hidden_layers",
+                ..
+            }),
             |dir, b| {
                 let (text, _) = set_field(&b.qwen_config, "num_hidden_layers", "1000");
                 let cfg = folder(dir, b, &text);
@@ -1292,27 +1332,35 @@ fn config_cases() -> Vec<Case> {
                     names: vec!["hidden_size|model.embed_tokens.weight".into()],
                 }
             },
-        )
-        .bug("the error is ShapeMismatch of model.embed_tokens.weight, which names neither config.json nor model.safetensors"),
+        ),
         case(
             "cfg_heads_zero",
             "num_attention_heads = 0",
             "InvalidConfig { field: num_attention_heads }",
-            model!(ModelError::InvalidConfig { field: "num_attention_heads", .. }),
+            model!(ModelError::InvalidConfig {
+                field: "num_attention_heads",
+                ..
+            }),
             |dir, b| with(dir, b, "num_attention_heads", "0", &["num_attention_heads"]),
         ),
         case(
             "cfg_hidden_negative",
             "hidden_size = -64",
             "InvalidConfig { field: hidden_size }",
-            model!(ModelError::InvalidConfig { field: "hidden_size", .. }),
+            model!(ModelError::InvalidConfig {
+                field: "hidden_size",
+                ..
+            }),
             |dir, b| with(dir, b, "hidden_size", "-64", &["hidden_size", "-64"]),
         ),
         case(
             "cfg_eps_nan_string",
             "rms_norm_eps = \"NaN\" (a string)",
             "InvalidConfig { field: rms_norm_eps }",
-            model!(ModelError::InvalidConfig { field: "rms_norm_eps", .. }),
+            model!(ModelError::InvalidConfig {
+                field: "rms_norm_eps",
+                ..
+            }),
             |dir, b| with(dir, b, "rms_norm_eps", "\"NaN\"", &["rms_norm_eps"]),
         ),
         case(
@@ -1330,14 +1378,20 @@ fn config_cases() -> Vec<Case> {
             "cfg_head_dim_huge",
             "head_dim = 2^40",
             "InvalidConfig { field: head_dim }",
-            model!(ModelError::InvalidConfig { field: "head_dim", .. }),
+            model!(ModelError::InvalidConfig {
+                field: "head_dim",
+                ..
+            }),
             |dir, b| with(dir, b, "head_dim", "1099511627776", &["head_dim"]),
         ),
         case(
             "cfg_kv_heads_not_divisor",
             "num_key_value_heads = 3 with 4 query heads",
             "InvalidConfig { field: num_key_value_heads }",
-            model!(ModelError::InvalidConfig { field: "num_key_value_heads", .. }),
+            model!(ModelError::InvalidConfig {
+                field: "num_key_value_heads",
+                ..
+            }),
             |dir, b| with(dir, b, "num_key_value_heads", "3", &["num_key_value_heads"]),
         ),
         case(
@@ -1468,7 +1522,14 @@ fn gguf_cases() -> Vec<Case> {
             "first byte of the general.name value = 0xff",
             "NotUtf8 naming the key",
             gguf!(GgufError::NotUtf8 { .. }),
-            |dir, b| bytes_case(dir, b, |x, d| x[d.kv("general.name").type_at + 12] = 0xff, &["general.name"]),
+            |dir, b| {
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| x[d.kv("general.name").type_at + 12] = 0xff,
+                    &["general.name"],
+                )
+            },
         ),
         case(
             "gguf_bool_2",
@@ -1490,7 +1551,12 @@ fn gguf_cases() -> Vec<Case> {
             "UnknownValueType naming the key",
             gguf!(GgufError::UnknownValueType { type_id: 13, .. }),
             |dir, b| {
-                bytes_case(dir, b, |x, d| patch_u32(x, d.kv("general.file_type").type_at, 13), &["general.file_type"])
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.kv("general.file_type").type_at, 13),
+                    &["general.file_type"],
+                )
             },
         ),
         case(
@@ -1499,7 +1565,12 @@ fn gguf_cases() -> Vec<Case> {
             "InvalidAlignment",
             gguf!(GgufError::InvalidAlignment { alignment: 0, .. }),
             |dir, b| {
-                bytes_case(dir, b, |x, d| patch_u32(x, d.kv("general.alignment").type_at + 4, 0), &["general.alignment"])
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.kv("general.alignment").type_at + 4, 0),
+                    &["general.alignment"],
+                )
             },
         ),
         case(
@@ -1543,7 +1614,14 @@ fn gguf_cases() -> Vec<Case> {
             "first dim of token_embd.weight = 0",
             "ZeroDim naming the tensor",
             gguf!(GgufError::ZeroDim { .. }),
-            |dir, b| bytes_case(dir, b, |x, d| patch_u64(x, d.info("token_embd.weight").dims_at, 0), &["token_embd.weight"]),
+            |dir, b| {
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u64(x, d.info("token_embd.weight").dims_at, 0),
+                    &["token_embd.weight"],
+                )
+            },
         ),
         case(
             "gguf_n_dims_100",
@@ -1551,7 +1629,12 @@ fn gguf_cases() -> Vec<Case> {
             "TooManyDims naming the tensor",
             gguf!(GgufError::TooManyDims { n_dims: 100, .. }),
             |dir, b| {
-                bytes_case(dir, b, |x, d| patch_u32(x, d.info("blk.0.attn_norm.weight").n_dims_at, 100), &["blk.0.attn_norm.weight"])
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.info("blk.0.attn_norm.weight").n_dims_at, 100),
+                    &["blk.0.attn_norm.weight"],
+                )
             },
         ),
         case(
@@ -1560,7 +1643,12 @@ fn gguf_cases() -> Vec<Case> {
             "TensorOutOfFile naming the tensor",
             gguf!(GgufError::TensorOutOfFile { .. }),
             |dir, b| {
-                bytes_case(dir, b, |x, d| patch_u64(x, d.info("output_norm.weight").offset_at, 1 << 40), &["output_norm.weight"])
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u64(x, d.info("output_norm.weight").offset_at, 1 << 40),
+                    &["output_norm.weight"],
+                )
             },
         ),
         case(
@@ -1602,21 +1690,42 @@ fn gguf_cases() -> Vec<Case> {
             "ggml type of blk.0.attn_q.weight = 999",
             "UnknownGgmlType naming the tensor",
             gguf!(GgufError::UnknownGgmlType { type_id: 999, .. }),
-            |dir, b| bytes_case(dir, b, |x, d| patch_u32(x, d.info("blk.0.attn_q.weight").type_at, 999), &["blk.0.attn_q.weight", "999"]),
+            |dir, b| {
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.info("blk.0.attn_q.weight").type_at, 999),
+                    &["blk.0.attn_q.weight", "999"],
+                )
+            },
         ),
         case(
             "gguf_iq2_xxs_in_model",
             "ggml type of token_embd.weight = 16 (IQ2_XXS, blocks of 256; ne0 is 48)",
             "PartialBlock naming the tensor and the type",
             gguf!(GgufError::PartialBlock { .. }),
-            |dir, b| bytes_case(dir, b, |x, d| patch_u32(x, d.info("token_embd.weight").type_at, 16), &["token_embd.weight", "IQ2_XXS"]),
+            |dir, b| {
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.info("token_embd.weight").type_at, 16),
+                    &["token_embd.weight", "IQ2_XXS"],
+                )
+            },
         ),
         case(
             "gguf_i32_in_model",
             "ggml type of blk.0.attn_norm.weight (F32) = 26 (I32, same byte size)",
             "UnsupportedType naming the tensor and the type",
             gguf!(GgufError::UnsupportedType { .. }),
-            |dir, b| bytes_case(dir, b, |x, d| patch_u32(x, d.info("blk.0.attn_norm.weight").type_at, 26), &["blk.0.attn_norm.weight", "I32"]),
+            |dir, b| {
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.info("blk.0.attn_norm.weight").type_at, 26),
+                    &["blk.0.attn_norm.weight", "I32"],
+                )
+            },
         ),
         case(
             "gguf_iq2_xxs_read",
@@ -1625,7 +1734,11 @@ fn gguf_cases() -> Vec<Case> {
             gguf!(GgufError::UnsupportedType { .. }),
             |_, _| {
                 let p = fixtures().join("gguf/small.gguf");
-                made(Load::GgufTensor(p.clone(), "t.iq2_xxs"), &p, &["t.iq2_xxs", "IQ2_XXS"])
+                made(
+                    Load::GgufTensor(p.clone(), "t.iq2_xxs"),
+                    &p,
+                    &["t.iq2_xxs", "IQ2_XXS"],
+                )
             },
         ),
         case(
@@ -1633,7 +1746,15 @@ fn gguf_cases() -> Vec<Case> {
             "tensor info of blk.1.ffn_down.weight left out",
             "MissingTensor",
             model!(ModelError::MissingTensor { .. }),
-            |dir, b| doc_case(dir, b, Load::Model, |d| d.infos.retain(|t| t.name != "blk.1.ffn_down.weight"), &["blk.1.ffn_down.weight"]),
+            |dir, b| {
+                doc_case(
+                    dir,
+                    b,
+                    Load::Model,
+                    |d| d.infos.retain(|t| t.name != "blk.1.ffn_down.weight"),
+                    &["blk.1.ffn_down.weight"],
+                )
+            },
         ),
         case(
             "gguf_wrong_shape",
@@ -1653,8 +1774,7 @@ fn gguf_cases() -> Vec<Case> {
                     &["blk.0.ffn_up.weight"],
                 )
             },
-        )
-        .bug("ModelError::ShapeMismatch does not name the file"),
+        ),
         case(
             "gguf_duplicate_tensor",
             "blk.0.attn_k.weight renamed blk.0.attn_q.weight (same length, in place)",
@@ -1712,22 +1832,37 @@ fn gguf_cases() -> Vec<Case> {
             "gguf_block_count_1e9",
             "llama.block_count = 1000000000",
             "InvalidConfig naming llama.block_count",
-            model!(ModelError::InvalidConfig { field: "num_hidden_layers", .. }),
+            model!(ModelError::InvalidConfig {
+                field: "num_hidden_layers",
+                ..
+            }),
             |dir, b| {
-                bytes_case(dir, b, |x, d| patch_u32(x, d.kv("llama.block_count").type_at + 4, 1_000_000_000), &["block_count"])
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.kv("llama.block_count").type_at + 4, 1_000_000_000),
+                    &["block_count"],
+                )
             },
-        )
-        .bug("the error names the HF field `num_hidden_layers`, not the GGUF key `llama.block_count` the file holds"),
+        ),
         case(
             "gguf_block_count_1000",
             "llama.block_count = 1000 (within LIMITS) beside two blocks of tensors",
             "ConfigMismatch or GgufModel naming llama.block_count",
-            model!(ModelError::ConfigMismatch { .. } | ModelError::GgufModel { .. } | ModelError::MissingTensor { .. }),
+            model!(
+                ModelError::ConfigMismatch { .. }
+                    | ModelError::GgufModel { .. }
+                    | ModelError::MissingTensor { .. }
+            ),
             |dir, b| {
-                bytes_case(dir, b, |x, d| patch_u32(x, d.kv("llama.block_count").type_at + 4, 1000), &["block_count"])
+                bytes_case(
+                    dir,
+                    b,
+                    |x, d| patch_u32(x, d.kv("llama.block_count").type_at + 4, 1000),
+                    &["block_count"],
+                )
             },
-        )
-        .bug("reported as MissingTensor `blk.2.attn_norm.weight`, hiding that block_count disagrees with the file by 998 layers (the safetensors path reports ConfigMismatch)"),
+        ),
         case(
             "gguf_nan_weight",
             "output_norm.weight[0] (F32) = NaN",
@@ -1790,7 +1925,9 @@ fn gguf_cases() -> Vec<Case> {
                     dir,
                     b,
                     Load::TokenizerFor,
-                    |d| d.kv_mut("tokenizer.ggml.merges").raw = enc_str_array(&["a zz".to_string()]),
+                    |d| {
+                        d.kv_mut("tokenizer.ggml.merges").raw = enc_str_array(&["a zz".to_string()])
+                    },
                     &["tokenizer.ggml.merges[0]", "zz"],
                 )
             },
@@ -1805,7 +1942,9 @@ fn gguf_cases() -> Vec<Case> {
                     dir,
                     b,
                     Load::TokenizerFor,
-                    |d| d.kv_mut("tokenizer.ggml.eos_token_id").raw = 1000u32.to_le_bytes().to_vec(),
+                    |d| {
+                        d.kv_mut("tokenizer.ggml.eos_token_id").raw = 1000u32.to_le_bytes().to_vec()
+                    },
                     &["tokenizer.ggml.eos_token_id"],
                 )
             },

@@ -620,7 +620,7 @@ fn loader_errors_name_the_tensor() {
     t[k].2 = vec![8, 2];
     let dir = broken_model("shape", &t);
     assert!(
-        matches!(load_err(&dir), ModelError::ShapeMismatch { tensor, expected, found }
+        matches!(load_err(&dir), ModelError::ShapeMismatch { tensor, expected, found, .. }
         if tensor == "model.layers.1.self_attn.k_norm.weight" && expected == vec![16] && found == vec![8, 2])
     );
 
@@ -650,7 +650,7 @@ fn loader_errors_name_the_tensor() {
     t[k].3[0..4].copy_from_slice(&f32::NAN.to_le_bytes());
     let dir = broken_model("nan", &t);
     assert!(
-        matches!(load_err(&dir), ModelError::NonFiniteWeight { tensor } if tensor == "model.layers.1.self_attn.k_norm.weight")
+        matches!(load_err(&dir), ModelError::NonFiniteWeight { tensor, .. } if tensor == "model.layers.1.self_attn.k_norm.weight")
     );
 
     // truncated: the error names the last tensor in the file (by offset)

@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use burn::backend::Flex;
 use burn::tensor::{Int, Tensor, TensorData};
-use rl_models::{CausalLm, EntropyMode, Family, GenerationConfig, Tokenizer, generate};
+use rl_models::{
+    CausalLm, ChatMessage, EntropyMode, Family, GenerationConfig, Tokenizer, generate,
+};
 use serde_json::Value;
 
 type B = Flex;
@@ -46,6 +48,14 @@ fn gguf() -> PathBuf {
 fn fixture(name: &str) -> Value {
     let path = manifest_dir().join("tests/fixtures/smollm2").join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn chat_messages(v: &Value) -> Vec<ChatMessage> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|m| ChatMessage::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .collect()
 }
 
 fn u32s(v: &Value) -> Vec<u32> {
@@ -112,6 +122,14 @@ fn smollm2_from_gguf_equals_transformers() {
         // transformers' tokenizer of the same GGUF gave these ids for the rendered text
         let text = conv["text"].as_str().unwrap();
         assert_eq!(tokenizer.encode(text).unwrap(), ids, "conversation {i}");
+        // and transformers' apply_chat_template rendered the messages with the file's template
+        assert_eq!(
+            tokenizer
+                .apply_chat_template(&chat_messages(&conv["messages"]), false, true)
+                .unwrap(),
+            ids,
+            "conversation {i} through the GGUF's chat template"
+        );
         let t = Tensor::<B, 2, Int>::from_data(
             TensorData::new(ids.iter().map(|&x| x as i64).collect(), [1, ids.len()]),
             &dev,
@@ -154,6 +172,13 @@ fn smollm2_from_gguf_equals_transformers() {
                 .unwrap(),
             prompt,
             "greedy prompt {i}"
+        );
+        assert_eq!(
+            tokenizer
+                .apply_chat_template(&chat_messages(&case["messages"]), true, true)
+                .unwrap(),
+            prompt,
+            "greedy prompt {i} through the GGUF's chat template"
         );
         let want = u32s(&case["new_ids"]);
         let margins = f32s(&case["top2_margin"]);

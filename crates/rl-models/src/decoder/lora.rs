@@ -375,6 +375,8 @@ impl<B: Backend> CausalLm<B> {
                     .unwrap_or_default();
                 if found != shape {
                     return Err(ModelError::ShapeMismatch {
+                        file: dir.join(ADAPTER_WEIGHTS),
+                        config: Some(config_path.clone()),
                         tensor: name,
                         expected: shape.to_vec(),
                         found,

@@ -1,7 +1,7 @@
 //! Building a model's parameters: from an HF checkpoint (checked tensor by tensor) or from a seeded
 //! HF-style random init; and writing them back as HF tensors / safetensors.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use burn::module::Param;
 use burn::nn::Embedding;
@@ -76,6 +76,9 @@ pub(crate) fn tensors_per_layer(config: &ModelConfig) -> usize {
 pub(crate) trait WeightSource {
     /// Values of HF tensor `name` (HF layout, row-major) with the given shape.
     fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;
+
+    /// Where the values of `name` come from, for error messages: its file.
+    fn origin(&self, name: &str) -> PathBuf;
 }
 
 struct FileSource<'a>(&'a WeightFiles);
@@ -83,6 +86,12 @@ struct FileSource<'a>(&'a WeightFiles);
 impl WeightSource for FileSource<'_> {
     fn take(&mut self, name: &str, _shape: &[usize]) -> Result<Vec<f32>, ModelError> {
         self.0.read_f32(name)
+    }
+
+    fn origin(&self, name: &str) -> PathBuf {
+        self.0
+            .file_of(name)
+            .map_or_else(|| PathBuf::from(self.0.describe()), Path::to_path_buf)
     }
 }
 
@@ -189,6 +198,10 @@ impl WeightSource for RandomSource {
             PARALLEL_MIN_VALUES,
         ))
     }
+
+    fn origin(&self, _name: &str) -> PathBuf {
+        PathBuf::from("<random init>")
+    }
 }
 
 impl ModelConfig {
@@ -240,6 +253,8 @@ impl<B: Backend> Builder<'_, B> {
         let n: usize = shape.iter().product();
         if values.len() != n {
             return Err(ModelError::ShapeMismatch {
+                file: self.source.origin(name),
+                config: None,
                 tensor: name.to_string(),
                 expected: shape,
                 found: vec![values.len()],
@@ -295,6 +310,10 @@ impl<B: Backend> Builder<'_, B> {
 impl WeightSource for crate::gguf::GgufModel {
     fn take(&mut self, name: &str, _shape: &[usize]) -> Result<Vec<f32>, ModelError> {
         self.read_hf(name)
+    }
+
+    fn origin(&self, _name: &str) -> PathBuf {
+        self.path().to_path_buf()
     }
 }
 
@@ -443,6 +462,8 @@ impl<B: Backend> CausalLm<B> {
             };
             if entry.shape.as_slice() != *shape {
                 return Err(ModelError::ShapeMismatch {
+                    file: files.files[entry.file].clone(),
+                    config: Some(config_path.to_path_buf()),
                     tensor: name.clone(),
                     expected: shape.to_vec(),
                     found: entry.shape.clone(),
@@ -451,6 +472,7 @@ impl<B: Backend> CausalLm<B> {
             use safetensors::Dtype;
             if !matches!(entry.dtype, Dtype::F32 | Dtype::BF16 | Dtype::F16) {
                 return Err(ModelError::UnsupportedDtype {
+                    file: files.files[entry.file].clone(),
                     tensor: name.clone(),
                     dtype: format!("{:?}", entry.dtype),
                 });

@@ -83,7 +83,8 @@ impl GgufModel {
     }
 
     /// The tokenizer of the file's `tokenizer.ggml.*` metadata, as transformers builds it
-    /// ([`super::vocab`]).
+    /// ([`super::vocab`]), with the file's chat template attached when it has one (its bos and
+    /// eos tokens those of the vocabulary).
     pub fn tokenizer(&self) -> Result<crate::Tokenizer, ModelError> {
         let vocab = super::vocab::GgufVocab::read(&self.file)?;
         let inner =
@@ -91,7 +92,21 @@ impl GgufModel {
                 file: self.path().to_path_buf(),
                 source,
             })?;
-        Ok(crate::Tokenizer::from_inner(inner))
+        let tokenizer = crate::Tokenizer::from_inner(inner);
+        let Some(source) = self.chat_template()? else {
+            return Ok(tokenizer);
+        };
+        let token = |id: Option<u32>| id.and_then(|i| vocab.tokens.get(i as usize)).cloned();
+        let template = crate::chat_template::ChatTemplate::new(
+            source,
+            token(vocab.bos_token_id),
+            token(vocab.eos_token_id),
+        )
+        .map_err(|e| ModelError::ChatTemplate {
+            file: self.path().to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Ok(tokenizer.with_chat_template(template))
     }
 
     /// HF tensor `name` as f32 in HF layout: dequantized, and for Llama's q and k projections
@@ -135,6 +150,7 @@ impl GgufModel {
     fn check_tensors(&self) -> Result<(), ModelError> {
         let path = self.path();
         let c = &self.config;
+        self.check_block_count()?;
         let expected: HashMap<String, Vec<usize>> = expected_tensors(c).into_iter().collect();
         let mut seen = 0usize;
         for info in self.file.tensors() {
@@ -149,6 +165,8 @@ impl GgufModel {
             let found = info.shape();
             if &found != want {
                 return Err(ModelError::ShapeMismatch {
+                    file: path.to_path_buf(),
+                    config: None,
                     tensor: info.name.clone(),
                     expected: want.clone(),
                     found,
@@ -175,6 +193,87 @@ impl GgufModel {
             });
         }
         Ok(())
+    }
+}
+
+impl GgufModel {
+    /// `{arch}.block_count` against the blocks the tensor infos hold (`blk.N.*`), before the
+    /// expected tensor list (which grows with the block count) is built: a count above the
+    /// blocks present is a [`ModelError::ConfigMismatch`] naming the key, where one missing
+    /// tensor name would hide how far the two disagree.
+    fn check_block_count(&self) -> Result<(), ModelError> {
+        let blocks: std::collections::BTreeSet<usize> = self
+            .file
+            .tensors()
+            .iter()
+            .filter_map(|t| t.name.strip_prefix("blk.")?.split('.').next()?.parse().ok())
+            .collect();
+        let declared = self.config.num_hidden_layers;
+        if blocks.len() >= declared {
+            return Ok(());
+        }
+        let arch = self
+            .file
+            .get_str("general.architecture")?
+            .unwrap_or("llama");
+        let held = match (blocks.first(), blocks.last()) {
+            (Some(first), Some(last)) => format!(
+                "the tensors of {} blocks (blk.{first} to blk.{last})",
+                blocks.len()
+            ),
+            _ => "no block tensors (blk.N.*)".to_string(),
+        };
+        Err(ModelError::ConfigMismatch {
+            config: self.path().to_path_buf(),
+            field: "num_hidden_layers",
+            message: format!("`{arch}.block_count` = {declared}, but the file holds {held}"),
+        })
+    }
+}
+
+/// The GGUF key (after `{arch}.`) a config field is read from, where it is one key.
+fn gguf_key_of(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "hidden_size" => "embedding_length",
+        "num_hidden_layers" => "block_count",
+        "intermediate_size" => "feed_forward_length",
+        "num_attention_heads" => "attention.head_count",
+        "num_key_value_heads" => "attention.head_count_kv",
+        "head_dim" => "attention.key_length",
+        "rms_norm_eps" => "attention.layer_norm_rms_epsilon",
+        "rope_theta" => "rope.freq_base",
+        "max_position_embeddings" => "context_length",
+        _ => return None,
+    })
+}
+
+/// A [`ModelError::InvalidConfig`] from validating a GGUF file's config, with the file and the
+/// GGUF key the field was read from added (the field stays the HF name).
+fn in_gguf(e: ModelError, path: &Path, arch: &str) -> ModelError {
+    match e.in_file(path, |_| None) {
+        ModelError::InvalidConfig {
+            file,
+            line,
+            field,
+            value,
+            expected,
+        } => {
+            let expected = match gguf_key_of(field) {
+                Some(k) => format!("{expected} (read from the GGUF key `{arch}.{k}`)"),
+                None if field == "vocab_size" => {
+                    format!("{expected} (the rows of `token_embd.weight`)")
+                }
+                None => expected,
+            };
+            ModelError::InvalidConfig {
+                file,
+                line,
+                field,
+                value,
+                expected,
+            }
+        }
+        other => other,
     }
 }
 
@@ -249,6 +348,8 @@ fn config_of(file: &GgufFile) -> Result<ModelConfig, ModelError> {
         [v, h] if *h == hidden_size => *v,
         other => {
             return Err(ModelError::ShapeMismatch {
+                file: path.to_path_buf(),
+                config: None,
                 tensor: "token_embd.weight".into(),
                 expected: vec![0, hidden_size],
                 found: other.to_vec(),
@@ -294,7 +395,7 @@ fn config_of(file: &GgufFile) -> Result<ModelConfig, ModelError> {
         torch_dtype: None,
         initializer_range: 0.02,
     };
-    config.validate().map_err(|e| e.in_file(path, |_| None))?;
+    config.validate().map_err(|e| in_gguf(e, path, arch))?;
     Ok(config)
 }
 
