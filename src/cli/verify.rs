@@ -120,8 +120,8 @@ fn build(args: &VerifyArgs) -> Result<(Checker, RewardMap), String> {
         cfg.budget_mut()
             .ok_or_else(|| {
                 format!(
-                    "--budget applies to the dapo and math verifiers; `{name}` is bounded by its \
-                     sandbox limits (set them in --config)"
+                    "--budget applies to the dapo and math verifiers; `{name}` has no step budget \
+                     (code: its sandbox limits, set in --config; last_number: a fixed window)"
                 )
             })?
             .set(key, value)

@@ -137,7 +137,9 @@ fn verifier_config(
                 (other, cfg) => {
                     let extra = match cfg {
                         VerifierConfig::Dapo(_) => ", strict_box, gold_in_box",
-                        VerifierConfig::Math(_) | VerifierConfig::Code(_) => "",
+                        VerifierConfig::Math(_)
+                        | VerifierConfig::Code(_)
+                        | VerifierConfig::LastNumber(_) => "",
                     };
                     return Err(PyTypeError::new_err(format!(
                         "unexpected keyword argument '{other}' for verifier '{}'; accepted: {}{extra}",

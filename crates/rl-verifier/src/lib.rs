@@ -7,14 +7,17 @@
 //! Every check returns a typed [`Outcome`] — `Correct`, `Incorrect`, `Unparseable { side,
 //! reason }` or `OverBudget { what }` — plus the extracted prediction. For `dapo` and `math`,
 //! work is bounded by an explicit [`Budget`] (input bytes, nesting depth, digits, steps): no
-//! threads, signals or timeouts. `code` runs programs in a sandbox (`rl-sandbox`) and is the
-//! one verifier that blocks: up to (1 + tests) × the per-run wall-clock limit per call. [`OutcomeCounts`] counts outcomes by kind (mergeable across workers) so that a
-//! verifier failure shows up as a failure, not as a silent 0.
+//! threads, signals or timeouts; `last_number` reads a fixed 64-character window. `code` runs
+//! programs in a sandbox (`rl-sandbox`) and is the one verifier that blocks: up to
+//! (1 + tests) × the per-run wall-clock limit per call. [`OutcomeCounts`] counts outcomes by
+//! kind (mergeable across workers) so that a verifier failure shows up as a failure, not as a
+//! silent 0.
 //!
 //! | name | behaviour | reference |
 //! |---|---|---|
 //! | `dapo` | verl's `math_dapo`: last 300 chars, last `(?i)Answer\s*:\s*(.+)` match, `normalize_final_answer`, exact string equality; strict-box mode | [`dapo`] |
 //! | `code` | the final fenced Python block run against test cases (stdin/stdout, call-based, asserts) in the sandbox; typed verdicts ([`CodeVerdict`]); all-or-nothing or fraction-of-tests rewards | [`code`] |
+//! | `last_number` | the number a short reply ends with (after one `.`/`!` and closing `*`, `$`, `)`), strict about trailing text; exact decimal comparison with thousands commas; a fixed 64-character window | [`last_number`] |
 //! | `math` | math-verify–style equivalence: boxed / answer-line / `$…$` / final-number extraction, a LaTeX + plain-text parser, exact big-rational arithmetic, balls for irrationals, seeded random points for free variables | [`math`] |
 //!
 //! ## Rewards
@@ -50,6 +53,7 @@ pub mod code;
 pub mod combine;
 pub mod dapo;
 mod error;
+pub mod last_number;
 pub mod math;
 mod outcome;
 mod reward;
@@ -68,6 +72,7 @@ pub use combine::{
 };
 pub use dapo::{DapoConfig, DapoVerifier};
 pub use error::ConfigError;
+pub use last_number::{LastNumberConfig, LastNumberVerifier};
 pub use math::{BoxedMode, ExtractionConfig, MathConfig, MathVerifier};
 pub use outcome::{AnswerSource, Outcome, OutcomeCounts, OutcomeKind, Side, Verification};
 pub use reward::RewardMap;

@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::code::CodeConfig;
 use crate::dapo::DapoConfig;
+use crate::last_number::LastNumberConfig;
 use crate::math::MathConfig;
 use crate::{Budget, ConfigError, RewardMap, Verification};
 
 /// Names accepted by [`VerifierConfig::from_name`], in registry order.
-pub const VERIFIER_NAMES: [&str; 3] = ["code", "dapo", "math"];
+pub const VERIFIER_NAMES: [&str; 4] = ["code", "dapo", "last_number", "math"];
 
 /// Checks a model response against a gold answer.
 ///
@@ -20,10 +21,11 @@ pub const VERIFIER_NAMES: [&str; 3] = ["code", "dapo", "math"];
 /// verification is not symmetric.
 ///
 /// `dapo` and `math` never block: their work is bounded by a [`Budget`], without threads,
-/// signals or timeouts. **`code` is the exception**: it runs the response's program in a
-/// sandbox, so a call blocks for up to (1 + tests) × the per-run wall-clock limit plus process
-/// start-up (and any wait for a free sandbox slot while other threads share the verifier); see
-/// [`crate::code`]. Call it from a thread that may block (not an async executor's).
+/// signals or timeouts; neither does `last_number`, which reads a fixed 64-character window.
+/// **`code` is the exception**: it runs the response's program in a sandbox, so a call blocks
+/// for up to (1 + tests) × the per-run wall-clock limit plus process start-up (and any wait for
+/// a free sandbox slot while other threads share the verifier); see [`crate::code`]. Call it
+/// from a thread that may block (not an async executor's).
 pub trait Verifier: Send + Sync + fmt::Debug {
     /// Registry name.
     fn name(&self) -> &'static str;
@@ -41,6 +43,8 @@ pub enum VerifierConfig {
     Code(CodeConfig),
     /// verl `math_dapo` parity ([`crate::dapo`]).
     Dapo(DapoConfig),
+    /// The number a short reply ends with ([`crate::last_number`]).
+    LastNumber(LastNumberConfig),
     /// Mathematical equivalence ([`crate::math`]).
     Math(MathConfig),
 }
@@ -52,6 +56,7 @@ impl VerifierConfig {
         match name {
             "code" => Ok(VerifierConfig::Code(CodeConfig::default())),
             "dapo" => Ok(VerifierConfig::Dapo(DapoConfig::default())),
+            "last_number" => Ok(VerifierConfig::LastNumber(LastNumberConfig::default())),
             "math" => Ok(VerifierConfig::Math(MathConfig::default())),
             other => Err(ConfigError::UnknownName {
                 what: "verifier",
@@ -66,35 +71,39 @@ impl VerifierConfig {
         match self {
             VerifierConfig::Code(_) => "code",
             VerifierConfig::Dapo(_) => "dapo",
+            VerifierConfig::LastNumber(_) => "last_number",
             VerifierConfig::Math(_) => "math",
         }
     }
 
-    /// The budget (`dapo`, `math`; `code` is bounded by its sandbox limits instead).
+    /// The budget (`dapo`, `math`; `code` is bounded by its sandbox limits instead,
+    /// `last_number` by its fixed window).
     pub fn budget(&self) -> Option<&Budget> {
         match self {
-            VerifierConfig::Code(_) => None,
+            VerifierConfig::Code(_) | VerifierConfig::LastNumber(_) => None,
             VerifierConfig::Dapo(c) => Some(&c.budget),
             VerifierConfig::Math(c) => Some(&c.budget),
         }
     }
 
-    /// The budget, for editing (`None` for `code`).
+    /// The budget, for editing (`None` for `code` and `last_number`).
     pub fn budget_mut(&mut self) -> Option<&mut Budget> {
         match self {
-            VerifierConfig::Code(_) => None,
+            VerifierConfig::Code(_) | VerifierConfig::LastNumber(_) => None,
             VerifierConfig::Dapo(c) => Some(&mut c.budget),
             VerifierConfig::Math(c) => Some(&mut c.budget),
         }
     }
 
     /// The reward mapping the verifier's reference implementation uses: +1/−1 for `dapo`
-    /// (verl's `compute_score`), 1/0 for `math` (math-verify as TRL uses it) and for `code`
-    /// (pass/fail; with `reward = "fraction"`, [`RewardMap::reward_for`] interpolates).
+    /// (verl's `compute_score`), 1/0 for `math` (math-verify as TRL uses it), for `code`
+    /// (pass/fail; with `reward = "fraction"`, [`RewardMap::reward_for`] interpolates) and for
+    /// `last_number`.
     pub fn default_rewards(&self) -> RewardMap {
         match self {
             VerifierConfig::Code(_) => RewardMap::binary(),
             VerifierConfig::Dapo(_) => RewardMap::signed(),
+            VerifierConfig::LastNumber(_) => RewardMap::binary(),
             VerifierConfig::Math(_) => RewardMap::binary(),
         }
     }
@@ -105,6 +114,7 @@ impl VerifierConfig {
         Ok(match self {
             VerifierConfig::Code(c) => Box::new(c.build()?),
             VerifierConfig::Dapo(c) => Box::new(c.build()?),
+            VerifierConfig::LastNumber(c) => Box::new(c.build()?),
             VerifierConfig::Math(c) => Box::new(c.clone().build()?),
         })
     }

@@ -545,7 +545,10 @@ fn configs_round_trip_through_json_and_toml() {
     assert_eq!(VerifierConfig::from_name("code").unwrap().budget(), None);
     // Unknown names and fields are errors that say what is valid.
     let err = VerifierConfig::from_name("sympy").unwrap_err().to_string();
-    assert!(err.contains("sympy") && err.contains("dapo, math"), "{err}");
+    assert!(
+        err.contains("sympy") && err.contains("dapo, last_number, math"),
+        "{err}"
+    );
     assert!(serde_json::from_str::<VerifierConfig>(r#"{"name": "math", "budgett": {}}"#).is_err());
     let mut b = Budget::default();
     let err = b.set("max_stepz", "10").unwrap_err().to_string();
