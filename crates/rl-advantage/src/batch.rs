@@ -29,8 +29,8 @@ pub struct BatchStats {
     pub groups: usize,
     /// Number of samples.
     pub samples: usize,
-    /// Groups whose advantages are all exactly 0 before whitening (rewards equal within the
-    /// estimator's tolerance).
+    /// Groups whose advantages are all exactly 0 before the optional [`Whitening`] (rewards
+    /// equal within the estimator's tolerance, for the estimators with a group baseline).
     pub zero_spread_groups: usize,
     /// Samples whose advantage DAA multiplied by λ.
     pub amplified: usize,
@@ -71,41 +71,156 @@ pub fn group_indices(samples: &[Sample]) -> Vec<(GroupId, Vec<usize>)> {
     order
 }
 
+/// A checked batch: the samples grouped by [`Sample::group`] (groups in order of first
+/// appearance, members in input order) and, optionally, each response's token count.
+///
+/// Estimators read it in [`AdvantageEstimator::batch_advantages`]. Token counts matter only to
+/// estimators that normalise over the whole batch token by token (REINFORCE++); without them
+/// every response counts as one token.
+#[derive(Clone, Debug)]
+pub struct GroupedBatch<'a> {
+    samples: &'a [Sample],
+    tokens: Option<&'a [usize]>,
+    groups: Vec<(GroupId, Vec<usize>)>,
+}
+
+impl<'a> GroupedBatch<'a> {
+    /// Groups `samples` and checks every group ([`check_group`]) and the token counts (one per
+    /// sample).
+    pub fn new(samples: &'a [Sample], tokens: Option<&'a [usize]>) -> Result<Self, AdvantageError> {
+        if let Some(t) = tokens
+            && t.len() != samples.len()
+        {
+            return Err(AdvantageError::TokenCountMismatch {
+                samples: samples.len(),
+                tokens: t.len(),
+            });
+        }
+        let groups = group_indices(samples);
+        let mut rewards = Vec::new();
+        let mut correct = Vec::new();
+        for (group, idx) in &groups {
+            rewards.clear();
+            correct.clear();
+            rewards.extend(idx.iter().map(|&i| samples[i].reward));
+            correct.extend(idx.iter().map(|&i| samples[i].correct));
+            check_group(*group, &rewards, &correct)?;
+        }
+        Ok(Self {
+            samples,
+            tokens,
+            groups,
+        })
+    }
+
+    /// The samples, in input order.
+    pub fn samples(&self) -> &'a [Sample] {
+        self.samples
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// Whether the batch has no samples.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+
+    /// The groups, each with the input positions of its samples.
+    pub fn groups(&self) -> &[(GroupId, Vec<usize>)] {
+        &self.groups
+    }
+
+    /// Whether the caller gave token counts.
+    pub fn has_token_counts(&self) -> bool {
+        self.tokens.is_some()
+    }
+
+    /// Token count of sample `i`: the given count, or 1 when the batch carries none.
+    pub fn tokens(&self, i: usize) -> usize {
+        self.tokens.map_or(1, |t| t[i])
+    }
+
+    /// Calls `f` once per group with the group's rewards, correctness flags and its slice of
+    /// `values` (gathered in group order, written back after the call).
+    pub fn per_group(
+        &self,
+        values: &mut [f64],
+        mut f: impl FnMut(GroupId, &[f64], &[bool], &mut [f64]) -> Result<(), AdvantageError>,
+    ) -> Result<(), AdvantageError> {
+        let mut rewards = Vec::new();
+        let mut correct = Vec::new();
+        let mut buf = Vec::new();
+        for (group, idx) in &self.groups {
+            rewards.clear();
+            correct.clear();
+            buf.clear();
+            rewards.extend(idx.iter().map(|&i| self.samples[i].reward));
+            correct.extend(idx.iter().map(|&i| self.samples[i].correct));
+            buf.extend(idx.iter().map(|&i| values[i]));
+            f(*group, &rewards, &correct, &mut buf)?;
+            for (k, &i) in idx.iter().enumerate() {
+                values[i] = buf[k];
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Computes advantages for every sample, grouping by [`Sample::group`] (any layout: groups may
-/// be interleaved), then optionally whitens the batch.
+/// be interleaved), then optionally whitens the batch. Every response counts as one token; see
+/// [`compute_batch_with_tokens`] for estimators that weigh responses by their length.
 pub fn compute_batch(
     estimator: &dyn AdvantageEstimator,
     samples: &[Sample],
     whitening: Option<Whitening>,
 ) -> Result<BatchAdvantages, AdvantageError> {
+    compute(estimator, GroupedBatch::new(samples, None)?, whitening)
+}
+
+/// [`compute_batch`] with each response's token count (`tokens[i]` for `samples[i]`): the
+/// number of tokens its advantage multiplies in the loss. REINFORCE++'s whitening weighs each
+/// response by it, as verl's token-level `masked_whiten` does; the other estimators ignore it.
+pub fn compute_batch_with_tokens(
+    estimator: &dyn AdvantageEstimator,
+    samples: &[Sample],
+    tokens: &[usize],
+    whitening: Option<Whitening>,
+) -> Result<BatchAdvantages, AdvantageError> {
+    compute(
+        estimator,
+        GroupedBatch::new(samples, Some(tokens))?,
+        whitening,
+    )
+}
+
+fn compute(
+    estimator: &dyn AdvantageEstimator,
+    batch: GroupedBatch<'_>,
+    whitening: Option<Whitening>,
+) -> Result<BatchAdvantages, AdvantageError> {
+    let samples = batch.samples();
     let mut advantages = vec![0.0; samples.len()];
     let mut amplified = vec![false; samples.len()];
     let mut stats = BatchStats {
         samples: samples.len(),
+        groups: batch.groups().len(),
         ..BatchStats::default()
     };
+    estimator.batch_advantages(&batch, &mut advantages)?;
     let daa = estimator.daa();
-    let mut rewards = Vec::new();
-    let mut correct = Vec::new();
-    let mut out = Vec::new();
-    for (group, idx) in group_indices(samples) {
-        rewards.clear();
-        correct.clear();
-        rewards.extend(idx.iter().map(|&i| samples[i].reward));
-        correct.extend(idx.iter().map(|&i| samples[i].correct));
-        check_group(group, &rewards, &correct)?;
-        out.clear();
-        out.resize(idx.len(), 0.0);
-        estimator.group_advantages(group, &rewards, &correct, &mut out)?;
-        stats.groups += 1;
-        if out.iter().all(|&a| a == 0.0) {
+    for (_, idx) in batch.groups() {
+        if idx.iter().all(|&i| advantages[i] == 0.0) {
             stats.zero_spread_groups += 1;
         }
-        let pass_rate = Daa::pass_rate(&correct);
-        for (k, &i) in idx.iter().enumerate() {
-            advantages[i] = out[k];
+        let pass_rate =
+            Daa::pass_rate(&idx.iter().map(|&i| samples[i].correct).collect::<Vec<_>>());
+        for &i in idx {
             // λ > 0 keeps the sign, so the amplified value decides like the original.
-            amplified[i] = daa.is_some_and(|d| d.amplifies(pass_rate, correct[k], out[k]));
+            amplified[i] =
+                daa.is_some_and(|d| d.amplifies(pass_rate, samples[i].correct, advantages[i]));
         }
     }
     if let Some(w) = whitening {

@@ -252,3 +252,69 @@ impl Daa {
         }
     }
 }
+
+fn default_lambda() -> f64 {
+    DEFAULT_LAMBDA
+}
+fn default_tau() -> f64 {
+    DEFAULT_TAU
+}
+
+/// DAA as an optional layer of an estimator's configuration (`[advantage.daa]` of
+/// `reinforce_plus_plus` and `reinforce_plus_plus_baseline`): the same settings as `da3po`'s,
+/// each with its default, unknown keys refused. [`DaaConfig::build`] checks the values.
+///
+/// ```
+/// use rl_advantage::EstimatorConfig;
+/// let cfg: EstimatorConfig =
+///     serde_json::from_str(r#"{"name":"reinforce_plus_plus_baseline","daa":{"lambda":3.0}}"#)
+///         .unwrap();
+/// let est = cfg.build(8).unwrap();
+/// assert_eq!(est.daa().unwrap().lambda, 3.0);
+/// assert_eq!(est.daa().unwrap().tau, 0.5);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaaConfig {
+    /// Amplification factor λ (> 0; default 2).
+    #[serde(default = "default_lambda")]
+    pub lambda: f64,
+    /// Difficulty threshold τ in (0, 1] (default 0.5): groups with p̂ < τ are hard.
+    #[serde(default = "default_tau")]
+    pub tau: f64,
+    /// What happens to a correct response of a hard group with Â < 0 (default `keep`).
+    #[serde(default)]
+    pub negative_advantage: NegativeAdvantage,
+    /// How λ is chosen (default `constant`).
+    #[serde(default)]
+    pub lambda_rule: LambdaRule,
+    /// Lower bound of the theory factor (unset: unbounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda_min: Option<f64>,
+    /// Upper bound of the theory factor (unset: unbounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda_max: Option<f64>,
+}
+
+impl Default for DaaConfig {
+    fn default() -> Self {
+        Self {
+            lambda: DEFAULT_LAMBDA,
+            tau: DEFAULT_TAU,
+            negative_advantage: NegativeAdvantage::Keep,
+            lambda_rule: LambdaRule::Constant,
+            lambda_min: None,
+            lambda_max: None,
+        }
+    }
+}
+
+impl DaaConfig {
+    /// The validated [`Daa`]; errors name the field (`lambda`, `tau`, `lambda_min`,
+    /// `lambda_max`).
+    pub fn build(&self) -> Result<Daa, AdvantageError> {
+        Daa::new(self.lambda, self.tau)?
+            .with_negative_advantage(self.negative_advantage)
+            .with_lambda_rule(self.lambda_rule, self.lambda_min, self.lambda_max)
+    }
+}

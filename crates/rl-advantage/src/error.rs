@@ -49,4 +49,12 @@ pub enum AdvantageError {
         /// Number of flags.
         correct: usize,
     },
+    /// Token counts that do not match the samples one to one.
+    #[error("{tokens} token counts for {samples} samples (one count per sample)")]
+    TokenCountMismatch {
+        /// Number of samples.
+        samples: usize,
+        /// Number of token counts.
+        tokens: usize,
+    },
 }

@@ -4,12 +4,20 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daa::{Daa, LambdaRule, NegativeAdvantage};
+use crate::daa::{Daa, DaaConfig, LambdaRule, NegativeAdvantage};
 use crate::weight::{PromptWeight, PromptWeighted};
-use crate::{AdvantageError, GroupId};
+use crate::{AdvantageError, GroupId, GroupedBatch};
 
 /// Names accepted by [`EstimatorConfig::from_name`], in registry order.
-pub const ESTIMATOR_NAMES: [&str; 5] = ["grpo", "dr_grpo", "rloo", "dapo", "da3po"];
+pub const ESTIMATOR_NAMES: [&str; 7] = [
+    "grpo",
+    "dr_grpo",
+    "rloo",
+    "dapo",
+    "da3po",
+    "reinforce_plus_plus",
+    "reinforce_plus_plus_baseline",
+];
 
 /// Default ε added to the group std (verl's value).
 pub const DEFAULT_EPS: f64 = 1e-6;
@@ -42,15 +50,20 @@ impl StdMode {
     }
 }
 
-/// An advantage estimator over one group.
+/// An advantage estimator.
 ///
-/// Implementations are pure functions of the group's rewards and correctness flags. The group
-/// has already been validated by the batch checks when called through [`crate::compute_batch`].
+/// Most estimators are pure functions of one group's rewards and correctness flags
+/// ([`AdvantageEstimator::group_advantages`]); their batch form calls it per group. An
+/// estimator that normalises over the whole batch (REINFORCE++) overrides
+/// [`AdvantageEstimator::batch_advantages`] and says so in
+/// [`AdvantageEstimator::batch_level`]. Groups have already been validated by the batch
+/// checks when called through [`crate::compute_batch`].
 pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
     /// Registry name.
     fn name(&self) -> &'static str;
 
-    /// Writes the advantages of one group into `out` (same length as `rewards`).
+    /// Writes the advantages of one group into `out` (same length as `rewards`). For a
+    /// batch-level estimator this is its value on a batch made of this group alone.
     fn group_advantages(
         &self,
         group: GroupId,
@@ -58,6 +71,24 @@ pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
         correct: &[bool],
         out: &mut [f64],
     ) -> Result<(), AdvantageError>;
+
+    /// Writes the advantages of a whole batch into `out` (one per sample, input order). The
+    /// default runs [`AdvantageEstimator::group_advantages`] on every group.
+    fn batch_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        batch.per_group(out, |group, rewards, correct, values| {
+            self.group_advantages(group, rewards, correct, values)
+        })
+    }
+
+    /// Whether a sample's advantage depends on other groups of the batch (and on the token
+    /// counts of [`crate::compute_batch_with_tokens`]); false for per-group estimators.
+    fn batch_level(&self) -> bool {
+        false
+    }
 
     /// The Difficulty-aware Advantage Amplification this estimator applies, if any (used to
     /// report which samples were amplified).
@@ -308,6 +339,208 @@ impl AdvantageEstimator for Da3po {
     }
 }
 
+/// verl's `masked_whiten` constants: the ε added to the token count in each masked mean and the
+/// ε added to the variance under the square root.
+pub const REINFORCE_PP_WHITEN_EPS: f64 = 1e-8;
+
+/// verl's `masked_whiten` (shift_mean = True) over a batch of per-response values, each repeated
+/// over `weights[i]` tokens: with N = Σ w,
+/// mean = Σ w·v / (N + 1e-8), var = Σ w·(v − mean)² / (N + 1e-8) · N/(N − 1) (Bessel over
+/// tokens), v ← (v − mean)/√(var + 1e-8); the mean is not added back. Responses without tokens
+/// get 0 (verl multiplies by the mask). Fewer than 2 tokens, or values equal within `equal_tol`
+/// over the responses with tokens, give exactly 0 everywhere (verl raises on fewer than 2
+/// tokens, and turns an all-equal batch into values of order 1e-4·|v|/N).
+fn verl_masked_whiten(values: &mut [f64], weights: &[f64], equal_tol: f64) {
+    let n: f64 = weights.iter().sum();
+    let (lo, hi) = values
+        .iter()
+        .zip(weights)
+        .filter(|(_, w)| **w > 0.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (&v, _)| {
+            (lo.min(v), hi.max(v))
+        });
+    if n < 2.0 || hi - lo <= equal_tol {
+        values.fill(0.0);
+        return;
+    }
+    let eps = REINFORCE_PP_WHITEN_EPS;
+    let mean = values.iter().zip(weights).map(|(v, w)| w * v).sum::<f64>() / (n + eps);
+    let var = values
+        .iter()
+        .zip(weights)
+        .map(|(v, w)| w * (v - mean) * (v - mean))
+        .sum::<f64>()
+        / (n + eps)
+        * (n / (n - 1.0));
+    let inv_std = 1.0 / (var + eps).sqrt();
+    for (v, &w) in values.iter_mut().zip(weights) {
+        *v = if w > 0.0 { (*v - mean) * inv_std } else { 0.0 };
+    }
+}
+
+/// The token weights of a batch (1 per response without token counts).
+fn token_weights(batch: &GroupedBatch<'_>) -> Vec<f64> {
+    (0..batch.len()).map(|i| batch.tokens(i) as f64).collect()
+}
+
+/// REINFORCE++ (arXiv 2501.03262; verl `reinforce_plus_plus`) for outcome rewards with γ = 1:
+/// every token of response i has the return R_i, and the returns are whitened over all tokens
+/// of the batch (verl's `masked_whiten`, see [`REINFORCE_PP_WHITEN_EPS`]): no group baseline.
+/// Optional DAA after the whitening.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReinforcePlusPlus {
+    /// The batch's values equal within this ⇒ all advantages exactly 0.
+    pub equal_tol: f64,
+    /// DAA applied per group to the whitened advantages.
+    pub daa: Option<Daa>,
+}
+
+impl Default for ReinforcePlusPlus {
+    fn default() -> Self {
+        Self {
+            equal_tol: DEFAULT_EQUAL_TOL,
+            daa: None,
+        }
+    }
+}
+
+/// REINFORCE++-baseline (arXiv 2501.03262; verl `reinforce_plus_plus_baseline`): each reward
+/// minus its group's mean, then whitened over all tokens of the batch as [`ReinforcePlusPlus`]
+/// does. A group whose rewards are equal within `equal_tol` is centred to exactly 0 before the
+/// whitening. Optional DAA after the whitening.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReinforcePlusPlusBaseline {
+    /// Equal-reward tolerance of a group, and of the whole batch after centring.
+    pub equal_tol: f64,
+    /// DAA applied per group to the whitened advantages.
+    pub daa: Option<Daa>,
+}
+
+impl Default for ReinforcePlusPlusBaseline {
+    fn default() -> Self {
+        Self {
+            equal_tol: DEFAULT_EQUAL_TOL,
+            daa: None,
+        }
+    }
+}
+
+/// The group stage of the baseline variant: R_i − mean of the group (exact 0 for an all-equal
+/// group).
+fn centre_group(rewards: &[f64], equal_tol: f64, out: &mut [f64]) {
+    if all_equal(rewards, equal_tol) {
+        out.fill(0.0);
+        return;
+    }
+    let m = mean(rewards);
+    for (o, r) in out.iter_mut().zip(rewards) {
+        *o = r - m;
+    }
+}
+
+/// Whitening and DAA of one group seen as a batch (every response one token).
+fn reinforce_pp_group(values: &mut [f64], correct: &[bool], equal_tol: f64, daa: Option<Daa>) {
+    let ones = vec![1.0; values.len()];
+    verl_masked_whiten(values, &ones, equal_tol);
+    if let Some(d) = daa {
+        d.apply(values, correct);
+    }
+}
+
+/// Whitening over the batch's tokens, then DAA per group.
+fn reinforce_pp_batch(
+    batch: &GroupedBatch<'_>,
+    out: &mut [f64],
+    equal_tol: f64,
+    daa: Option<Daa>,
+) -> Result<(), AdvantageError> {
+    verl_masked_whiten(out, &token_weights(batch), equal_tol);
+    if let Some(d) = daa {
+        batch.per_group(out, |_, _, correct, values| {
+            d.apply(values, correct);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+impl AdvantageEstimator for ReinforcePlusPlus {
+    fn name(&self) -> &'static str {
+        "reinforce_plus_plus"
+    }
+
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        check_group(group, rewards, correct)?;
+        out.copy_from_slice(rewards);
+        reinforce_pp_group(out, correct, self.equal_tol, self.daa);
+        Ok(())
+    }
+
+    fn batch_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        for (o, s) in out.iter_mut().zip(batch.samples()) {
+            *o = s.reward;
+        }
+        reinforce_pp_batch(batch, out, self.equal_tol, self.daa)
+    }
+
+    fn batch_level(&self) -> bool {
+        true
+    }
+
+    fn daa(&self) -> Option<Daa> {
+        self.daa
+    }
+}
+
+impl AdvantageEstimator for ReinforcePlusPlusBaseline {
+    fn name(&self) -> &'static str {
+        "reinforce_plus_plus_baseline"
+    }
+
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        check_group(group, rewards, correct)?;
+        centre_group(rewards, self.equal_tol, out);
+        reinforce_pp_group(out, correct, self.equal_tol, self.daa);
+        Ok(())
+    }
+
+    fn batch_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        batch.per_group(out, |_, rewards, _, values| {
+            centre_group(rewards, self.equal_tol, values);
+            Ok(())
+        })?;
+        reinforce_pp_batch(batch, out, self.equal_tol, self.daa)
+    }
+
+    fn batch_level(&self) -> bool {
+        true
+    }
+
+    fn daa(&self) -> Option<Daa> {
+        self.daa
+    }
+}
+
 fn default_eps() -> f64 {
     DEFAULT_EPS
 }
@@ -420,6 +653,32 @@ pub enum EstimatorConfig {
         #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
         prompt_weight: PromptWeight,
     },
+    /// REINFORCE++: outcome rewards whitened over the batch's tokens, no group baseline.
+    ReinforcePlusPlus {
+        /// The batch's rewards equal within this ⇒ all advantages exactly 0.
+        #[serde(default = "default_equal_tol")]
+        equal_tol: f64,
+        /// DAA after the whitening (unset: none). See [`DaaConfig`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        daa: Option<DaaConfig>,
+        /// Weight of each group's advantages from its pass rate, applied last: `none`
+        /// (default) or `linear_r` (w = 1/p̂). See [`PromptWeight`].
+        #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
+        prompt_weight: PromptWeight,
+    },
+    /// REINFORCE++-baseline: group-mean-centred rewards whitened over the batch's tokens.
+    ReinforcePlusPlusBaseline {
+        /// Equal-reward tolerance (of a group, and of the batch after centring).
+        #[serde(default = "default_equal_tol")]
+        equal_tol: f64,
+        /// DAA after the whitening (unset: none). See [`DaaConfig`].
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        daa: Option<DaaConfig>,
+        /// Weight of each group's advantages from its pass rate, applied last: `none`
+        /// (default) or `linear_r` (w = 1/p̂). See [`PromptWeight`].
+        #[serde(default, skip_serializing_if = "PromptWeight::is_none")]
+        prompt_weight: PromptWeight,
+    },
 }
 
 impl EstimatorConfig {
@@ -458,6 +717,16 @@ impl EstimatorConfig {
                 lambda_max: None,
                 prompt_weight: PromptWeight::None,
             },
+            "reinforce_plus_plus" => EstimatorConfig::ReinforcePlusPlus {
+                equal_tol: DEFAULT_EQUAL_TOL,
+                daa: None,
+                prompt_weight: PromptWeight::None,
+            },
+            "reinforce_plus_plus_baseline" => EstimatorConfig::ReinforcePlusPlusBaseline {
+                equal_tol: DEFAULT_EQUAL_TOL,
+                daa: None,
+                prompt_weight: PromptWeight::None,
+            },
             other => {
                 return Err(AdvantageError::UnknownEstimator {
                     name: other.to_string(),
@@ -475,6 +744,17 @@ impl EstimatorConfig {
             EstimatorConfig::Rloo { .. } => "rloo",
             EstimatorConfig::Dapo { .. } => "dapo",
             EstimatorConfig::Da3po { .. } => "da3po",
+            EstimatorConfig::ReinforcePlusPlus { .. } => "reinforce_plus_plus",
+            EstimatorConfig::ReinforcePlusPlusBaseline { .. } => "reinforce_plus_plus_baseline",
+        }
+    }
+
+    /// The DAA layer of `reinforce_plus_plus` and `reinforce_plus_plus_baseline`, if set.
+    fn daa_layer(&mut self) -> Option<&mut Option<DaaConfig>> {
+        match self {
+            EstimatorConfig::ReinforcePlusPlus { daa, .. }
+            | EstimatorConfig::ReinforcePlusPlusBaseline { daa, .. } => Some(daa),
+            _ => None,
         }
     }
 
@@ -495,67 +775,81 @@ impl EstimatorConfig {
         Ok(self)
     }
 
-    /// Sets how DAA chooses λ ([`LambdaRule`]) and the theory factor's bounds; errors for
-    /// estimators other than `da3po`. The values are checked by [`EstimatorConfig::build`].
+    /// Sets how DAA chooses λ ([`LambdaRule`]) and the theory factor's bounds: `da3po`'s, or the
+    /// DAA layer of `reinforce_plus_plus[_baseline]` once set ([`EstimatorConfig::with_daa`]);
+    /// errors otherwise. The values are checked by [`EstimatorConfig::build`].
     pub fn with_lambda_rule(
         mut self,
         rule: LambdaRule,
         min: Option<f64>,
         max: Option<f64>,
     ) -> Result<Self, AdvantageError> {
-        match &mut self {
-            EstimatorConfig::Da3po {
-                lambda_rule,
-                lambda_min,
-                lambda_max,
-                ..
-            } => {
-                (*lambda_rule, *lambda_min, *lambda_max) = (rule, min, max);
-                Ok(self)
-            }
-            _ => Err(AdvantageError::InvalidConfig {
-                field: "lambda_rule",
-                value: format!("{rule:?} for `{}`", self.name()),
-                expected: "lambda_rule is a setting of da3po only",
-            }),
+        if let EstimatorConfig::Da3po {
+            lambda_rule,
+            lambda_min,
+            lambda_max,
+            ..
+        } = &mut self
+        {
+            (*lambda_rule, *lambda_min, *lambda_max) = (rule, min, max);
+            return Ok(self);
         }
+        if let Some(Some(d)) = self.daa_layer() {
+            (d.lambda_rule, d.lambda_min, d.lambda_max) = (rule, min, max);
+            return Ok(self);
+        }
+        Err(AdvantageError::InvalidConfig {
+            field: "lambda_rule",
+            value: format!("{rule:?} for `{}`", self.name()),
+            expected: DAA_SETTING,
+        })
     }
 
-    /// Sets DAA's λ and τ; errors for estimators other than `da3po`.
+    /// Sets DAA's λ and τ: `da3po`'s, or the DAA layer of `reinforce_plus_plus[_baseline]`
+    /// (added with its other defaults when unset); errors for the other estimators.
     pub fn with_daa(mut self, new_lambda: f64, new_tau: f64) -> Result<Self, AdvantageError> {
-        match &mut self {
-            EstimatorConfig::Da3po { lambda, tau, .. } => {
-                *lambda = new_lambda;
-                *tau = new_tau;
-                Ok(self)
-            }
-            _ => Err(AdvantageError::InvalidConfig {
-                field: "lambda",
-                value: format!("{new_lambda} for `{}`", self.name()),
-                expected: "lambda and tau are settings of da3po only",
-            }),
+        if let EstimatorConfig::Da3po { lambda, tau, .. } = &mut self {
+            *lambda = new_lambda;
+            *tau = new_tau;
+            return Ok(self);
         }
+        if let Some(layer) = self.daa_layer() {
+            let d = layer.get_or_insert_with(DaaConfig::default);
+            d.lambda = new_lambda;
+            d.tau = new_tau;
+            return Ok(self);
+        }
+        Err(AdvantageError::InvalidConfig {
+            field: "lambda",
+            value: format!("{new_lambda} for `{}`", self.name()),
+            expected: "lambda and tau are settings of da3po, reinforce_plus_plus and \
+                       reinforce_plus_plus_baseline only",
+        })
     }
 
-    /// Sets DAA's rule for negative advantages of correct responses; errors for estimators other
-    /// than `da3po`.
+    /// Sets DAA's rule for negative advantages of correct responses: `da3po`'s, or the DAA layer
+    /// of `reinforce_plus_plus[_baseline]` once set ([`EstimatorConfig::with_daa`]); errors
+    /// otherwise.
     pub fn with_negative_advantage(
         mut self,
         rule: NegativeAdvantage,
     ) -> Result<Self, AdvantageError> {
-        match &mut self {
-            EstimatorConfig::Da3po {
-                negative_advantage, ..
-            } => {
-                *negative_advantage = rule;
-                Ok(self)
-            }
-            _ => Err(AdvantageError::InvalidConfig {
-                field: "negative_advantage",
-                value: format!("{} for `{}`", rule.name(), self.name()),
-                expected: "negative_advantage is a setting of da3po only",
-            }),
+        if let EstimatorConfig::Da3po {
+            negative_advantage, ..
+        } = &mut self
+        {
+            *negative_advantage = rule;
+            return Ok(self);
         }
+        if let Some(Some(d)) = self.daa_layer() {
+            d.negative_advantage = rule;
+            return Ok(self);
+        }
+        Err(AdvantageError::InvalidConfig {
+            field: "negative_advantage",
+            value: format!("{} for `{}`", rule.name(), self.name()),
+            expected: DAA_SETTING,
+        })
     }
 
     /// The weight of each group's advantages (`prompt_weight`).
@@ -565,7 +859,9 @@ impl EstimatorConfig {
             | EstimatorConfig::DrGrpo { prompt_weight, .. }
             | EstimatorConfig::Rloo { prompt_weight, .. }
             | EstimatorConfig::Dapo { prompt_weight, .. }
-            | EstimatorConfig::Da3po { prompt_weight, .. } => prompt_weight,
+            | EstimatorConfig::Da3po { prompt_weight, .. }
+            | EstimatorConfig::ReinforcePlusPlus { prompt_weight, .. }
+            | EstimatorConfig::ReinforcePlusPlusBaseline { prompt_weight, .. } => prompt_weight,
         }
     }
 
@@ -576,7 +872,11 @@ impl EstimatorConfig {
             | EstimatorConfig::DrGrpo { prompt_weight, .. }
             | EstimatorConfig::Rloo { prompt_weight, .. }
             | EstimatorConfig::Dapo { prompt_weight, .. }
-            | EstimatorConfig::Da3po { prompt_weight, .. } => *prompt_weight = weight,
+            | EstimatorConfig::Da3po { prompt_weight, .. }
+            | EstimatorConfig::ReinforcePlusPlus { prompt_weight, .. }
+            | EstimatorConfig::ReinforcePlusPlusBaseline { prompt_weight, .. } => {
+                *prompt_weight = weight
+            }
         }
         self
     }
@@ -657,9 +957,27 @@ impl EstimatorConfig {
                     .with_negative_advantage(negative_advantage)
                     .with_lambda_rule(lambda_rule, lambda_min, lambda_max)?,
             }),
+            EstimatorConfig::ReinforcePlusPlus { equal_tol, daa, .. } => {
+                check_nonneg("equal_tol", equal_tol)?;
+                Box::new(ReinforcePlusPlus {
+                    equal_tol,
+                    daa: daa.map(|d| d.build()).transpose()?,
+                })
+            }
+            EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, daa, .. } => {
+                check_nonneg("equal_tol", equal_tol)?;
+                Box::new(ReinforcePlusPlusBaseline {
+                    equal_tol,
+                    daa: daa.map(|d| d.build()).transpose()?,
+                })
+            }
         })
     }
 }
+
+/// What the DAA setters accept.
+const DAA_SETTING: &str = "a DAA setting: of da3po, or of reinforce_plus_plus[_baseline] once \
+                           `daa` is set (lambda, tau)";
 
 fn check_nonneg(field: &'static str, v: f64) -> Result<(), AdvantageError> {
     if v.is_finite() && v >= 0.0 {

@@ -14,12 +14,20 @@
 //! | `rloo` | R_i − mean_{j≠i} R_j | Ahmadian et al. 2024 (RLOO) |
 //! | `dapo` | as `grpo`; meaningful after dynamic sampling | DAPO, arXiv 2503.14476 |
 //! | `da3po` | `dapo`, then DAA: Ã_i = λ·Â_i if response i is correct, p̂ < τ and Â_i > 0, else Â_i | DA3PO, arXiv 2608.27982 |
+//! | `reinforce_plus_plus` | R_i whitened over every token of the batch (token-weighted mean, Bessel-corrected token variance, verl's ε = 1e-8 terms); no group baseline | REINFORCE++, arXiv 2501.03262; verl `reinforce_plus_plus` (γ = 1) |
+//! | `reinforce_plus_plus_baseline` | R_i − mean of its group, then the same whitening | REINFORCE++-baseline, arXiv 2501.03262; verl `reinforce_plus_plus_baseline` |
 //!
 //! p̂ = (#correct in the group)/G is computed from the `correct` flags; the inequality is strict;
 //! defaults λ = 2, τ = 0.5. A correct response whose Â is negative (possible only with shaped
 //! rewards) is left unchanged by default ([`NegativeAdvantage::Keep`]): DAA strengthens the pull
 //! towards rare correct answers, never the push away from one. A group whose rewards are all equal within `equal_tol` gets exactly
 //! zero advantages (never reward/ε). Optional batch whitening is an explicit, separate step.
+//!
+//! The two REINFORCE++ estimators normalise over the whole batch, not per group
+//! ([`AdvantageEstimator::batch_level`]): pass each response's token count with
+//! [`compute_batch_with_tokens`] to weigh responses by length as verl does (without counts every
+//! response counts as one token). DAA composes on top of them as an optional layer
+//! (`daa = { lambda, tau, … }`, [`DaaConfig`]), applied per group after the whitening.
 //!
 //! ## Prompt weighting (every estimator, `prompt_weight`)
 //!
@@ -53,11 +61,17 @@ mod sample;
 pub mod theory;
 mod weight;
 
-pub use batch::{BatchAdvantages, BatchStats, Whitening, compute_batch, group_indices};
-pub use daa::{Daa, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage};
+pub use batch::{
+    BatchAdvantages, BatchStats, GroupedBatch, Whitening, compute_batch, compute_batch_with_tokens,
+    group_indices,
+};
+pub use daa::{
+    Daa, DaaConfig, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage,
+};
 pub use error::AdvantageError;
 pub use estimator::{
-    AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo, Rloo, StdMode,
+    AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo,
+    REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus, ReinforcePlusPlusBaseline, Rloo, StdMode,
 };
 pub use sample::{GroupId, Sample};
 pub use weight::{PROMPT_WEIGHT_NAMES, PromptWeight, PromptWeighted};

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{AdvantageError, AdvantageEstimator, Daa, GroupId};
+use crate::{AdvantageError, AdvantageEstimator, Daa, GroupId, GroupedBatch};
 
 /// Valid values of [`PromptWeight`], as written in configs.
 pub const PROMPT_WEIGHT_NAMES: [&str; 2] = ["none", "linear_r"];
@@ -125,6 +125,22 @@ impl AdvantageEstimator for PromptWeighted {
         self.inner.group_advantages(group, rewards, correct, out)?;
         self.weight.apply(out, correct);
         Ok(())
+    }
+
+    fn batch_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        self.inner.batch_advantages(batch, out)?;
+        batch.per_group(out, |_, _, correct, values| {
+            self.weight.apply(values, correct);
+            Ok(())
+        })
+    }
+
+    fn batch_level(&self) -> bool {
+        self.inner.batch_level()
     }
 
     fn daa(&self) -> Option<Daa> {

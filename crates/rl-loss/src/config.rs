@@ -3,7 +3,7 @@ use serde::{Deserialize, Serialize};
 use crate::{IsCorrection, LossError};
 
 /// Registered policy-loss names.
-pub const POLICY_LOSS_NAMES: [&str; 4] = ["ppo", "gspo", "gspo_token", "reinforce"];
+pub const POLICY_LOSS_NAMES: [&str; 5] = ["ppo", "gspo", "gspo_token", "reinforce", "cispo"];
 /// Registered aggregation names.
 pub const AGGREGATION_NAMES: [&str; 4] = [
     "token_mean",
@@ -44,10 +44,21 @@ pub enum PolicyLoss {
     },
     /// REINFORCE: −A·logp, no ratio.
     Reinforce,
+    /// CISPO (MiniMax-M1, arXiv 2506.13585; verl `cispo`): ℓ = −sg(clip(r, 1−ε_low, 1+ε_high))·A·logp.
+    /// The clipped ratio is a detached weight, so every token keeps a REINFORCE gradient.
+    Cispo {
+        /// ε_low (weight floor 1 − ε_low; any value >= 1 leaves the weight without a floor, as
+        /// the paper runs it).
+        clip_low: f64,
+        /// ε_high (weight ceiling 1 + ε_high).
+        clip_high: f64,
+    },
 }
 
 impl PolicyLoss {
-    /// Paper defaults by name: `ppo` 0.2/0.2 (GRPO), `gspo`/`gspo_token` 3e-4/4e-4, `reinforce`.
+    /// Paper defaults by name: `ppo` 0.2/0.2 (GRPO), `gspo`/`gspo_token` 3e-4/4e-4, `reinforce`,
+    /// `cispo` ε_low = 10 (no floor: the paper sets ε_low "to a large value") and ε_high = 0.2
+    /// (verl's `examples/cispo_trainer`; the paper does not publish its ε_high).
     pub fn from_name(name: &str) -> Result<Self, LossError> {
         match name {
             "ppo" => Ok(PolicyLoss::Ppo {
@@ -64,6 +75,10 @@ impl PolicyLoss {
                 clip_high: 4e-4,
             }),
             "reinforce" => Ok(PolicyLoss::Reinforce),
+            "cispo" => Ok(PolicyLoss::Cispo {
+                clip_low: 10.0,
+                clip_high: 0.2,
+            }),
             other => Err(LossError::UnknownName {
                 kind: "policy loss",
                 name: other.into(),
@@ -79,6 +94,7 @@ impl PolicyLoss {
             PolicyLoss::Gspo { .. } => "gspo",
             PolicyLoss::GspoToken { .. } => "gspo_token",
             PolicyLoss::Reinforce => "reinforce",
+            PolicyLoss::Cispo { .. } => "cispo",
         }
     }
 
@@ -110,6 +126,20 @@ impl PolicyLoss {
                 clip_high,
             } => Some((clip_low, clip_high)),
             PolicyLoss::Reinforce => None,
+            PolicyLoss::Cispo {
+                clip_low,
+                clip_high,
+            } => {
+                // A weight floor 1 − ε_low <= 0 is no floor: the ratio is positive.
+                if !(clip_low.is_finite() && clip_low >= 0.0) {
+                    return Err(LossError::InvalidConfig {
+                        field: "clip_low",
+                        value: clip_low.to_string(),
+                        expected: "a finite number >= 0 (>= 1: no lower bound on the weight)",
+                    });
+                }
+                Some((0.0, clip_high))
+            }
         };
         if let Some((lo, hi)) = clips {
             if !(lo.is_finite() && (0.0..1.0).contains(&lo)) {

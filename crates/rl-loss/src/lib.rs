@@ -16,6 +16,10 @@
 //! * `gspo_token`: s_{i,t} = sg[s_i]·π_θ(o_t)/sg[π_θ(o_t)], the same clipped form per token;
 //!   equal to `gspo` in value and gradient when A_{i,t} = A_i.
 //! * `reinforce`: ℓ = −A·logp (no ratio), for on-policy single updates.
+//! * `cispo` (MiniMax-M1, arXiv 2506.13585; verl `cispo`): ℓ = −sg(clip(r, 1−ε_low, 1+ε_high))·A·logp.
+//!   The clipped ratio is a detached weight: every token keeps a REINFORCE gradient scaled by it
+//!   (none is zeroed, unlike PPO's clip). The value is not a surrogate of the objective; its
+//!   gradient is. Clip flags count weights at either bound whatever the advantage's sign.
 //!
 //! ## Aggregation ([`Aggregation`]) with explicit global counts ([`GlobalCounts`])
 //!

@@ -184,6 +184,26 @@ pub fn per_token_policy_loss<B: Backend>(
                 dual_clipped: none(),
             }
         }
+        PolicyLoss::Cispo {
+            clip_low,
+            clip_high,
+        } => {
+            // Detached: the clipped ratio is a weight, never differentiated (verl's `cispo`).
+            let ratio = (logp.clone().detach() - old)
+                .clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)
+                .exp();
+            let weight = ratio.clone().clamp(1.0 - clip_low, 1.0 + clip_high);
+            // A clipped weight, whatever the advantage's sign (verl's `pg_clipfrac`).
+            let upper = ratio.clone().greater_elem(1.0 + clip_high);
+            let lower = ratio.clone().lower_elem(1.0 - clip_low);
+            PerToken {
+                loss: (weight * adv).neg() * logp,
+                ratio,
+                clipped_upper: upper,
+                clipped_lower: lower,
+                dual_clipped: none(),
+            }
+        }
         PolicyLoss::Reinforce => {
             let ratio = (logp.clone().detach() - old)
                 .clamp(-LOG_RATIO_CLAMP, LOG_RATIO_CLAMP)

@@ -1,6 +1,7 @@
 //! The training configuration, algorithm presets and TOML overrides.
 //!
-//! A config names an `algorithm` preset (`grpo`, `dr_grpo`, `dapo`, `da3po`, `gspo`) which sets
+//! A config names an `algorithm` preset (`grpo`, `dr_grpo`, `rloo`, `dapo`, `da3po`, `gspo`,
+//! `cispo`, `reinforce_pp`, `reinforce_pp_baseline`; [`ALGORITHMS`]) which sets
 //! the algorithm's paper defaults; every field can then be overridden in TOML, field by field.
 //! Unknown keys anywhere are errors. The resolved config is printed at start and saved beside
 //! checkpoints.
@@ -26,7 +27,17 @@ mod validate;
 pub use load::merge_toml;
 
 /// Registered algorithm presets.
-pub const ALGORITHMS: [&str; 6] = ["grpo", "dr_grpo", "rloo", "dapo", "da3po", "gspo"];
+pub const ALGORITHMS: [&str; 9] = [
+    "grpo",
+    "dr_grpo",
+    "rloo",
+    "dapo",
+    "da3po",
+    "gspo",
+    "cispo",
+    "reinforce_pp",
+    "reinforce_pp_baseline",
+];
 
 /// Where the policy comes from.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -25,6 +25,16 @@ impl TrainConfig {
     ///   (Ahmadian et al. 2024, arXiv 2402.14740); the paper's KL-in-reward is not offered.
     /// * `gspo`: sequence-level ratio with ε 3e-4/4e-4, seq-mean-token-mean, 4 mini-batches per
     ///   rollout batch (TRL's steps_per_generation = 4), no KL.
+    /// * `cispo` (MiniMax-M1, arXiv 2506.13585): GRPO's group advantages (sample std, ε 1e-6),
+    ///   the CISPO loss with ε_low = 10 (no floor on the weight: the paper sets ε_low "to a large
+    ///   value") and ε_high = 0.2 (verl's `examples/cispo_trainer`; the paper does not publish
+    ///   its value), token-mean over the whole batch (the paper's 1/Σ|o_i|), no KL (the paper's
+    ///   objective has none; verl's example script adds a k3 KL loss with β = 0.001), no filter.
+    /// * `reinforce_pp` / `reinforce_pp_baseline` (REINFORCE++, arXiv 2501.03262; verl's
+    ///   `examples/reinforce_plus_plus_trainer`): the `reinforce_plus_plus[_baseline]` estimator
+    ///   (advantages whitened over the batch's tokens), PPO clip 0.2/0.2 and token-mean (verl's
+    ///   actor defaults, which that script keeps), no KL loss, no filter. verl's script puts a KL
+    ///   penalty in the reward (`use_kl_in_reward`), which rlvr does not offer.
     ///
     /// Run-size fields (group size, batch sizes, lengths, learning rate, epochs, and the number of
     /// mini-batches except for GSPO) are left as they are.
@@ -117,6 +127,34 @@ impl TrainConfig {
                 self.reward.overlong = OverlongPolicy::Off;
                 self.optim.mini_batches = 4;
             }
+            "cispo" => {
+                self.filter = FilterConfig::None;
+                self.advantage = est("grpo").with_std(StdMode::Sample).expect("grpo has std");
+                self.loss = LossConfig {
+                    policy: PolicyLoss::from_name("cispo").expect("registered"),
+                    aggregation: Aggregation::TokenMean,
+                    kl: None,
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
+            "reinforce_pp" | "reinforce_pp_baseline" => {
+                self.filter = FilterConfig::None;
+                self.advantage = if name == "reinforce_pp" {
+                    est("reinforce_plus_plus")
+                } else {
+                    est("reinforce_plus_plus_baseline")
+                };
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.2, None),
+                    aggregation: Aggregation::TokenMean,
+                    kl: None,
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
             other => {
                 return Err(TrainerError::Config {
                     field: "algorithm".into(),
@@ -129,5 +167,62 @@ impl TrainConfig {
         }
         self.algorithm = name.to_string();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The three presets of issue 44 with their sources' values (see `apply_preset`), and the
+    /// registry listing them.
+    #[test]
+    fn cispo_and_reinforce_pp_presets() {
+        for name in ["cispo", "reinforce_pp", "reinforce_pp_baseline"] {
+            assert!(ALGORITHMS.contains(&name), "{name}");
+        }
+        let mut c = TrainConfig::default();
+        c.apply_preset("cispo").unwrap();
+        assert_eq!(c.algorithm, "cispo");
+        assert_eq!(
+            c.loss.policy,
+            PolicyLoss::Cispo {
+                clip_low: 10.0,
+                clip_high: 0.2
+            }
+        );
+        assert_eq!(c.loss.aggregation, Aggregation::TokenMean);
+        assert!(c.loss.kl.is_none());
+        assert_eq!(c.filter, FilterConfig::None);
+        assert_eq!(
+            c.advantage,
+            EstimatorConfig::from_name("grpo")
+                .unwrap()
+                .with_std(StdMode::Sample)
+                .unwrap()
+        );
+        assert_eq!(c.reward.overlong, OverlongPolicy::Off);
+        assert_eq!(c.loss.entropy_coef, 0.0);
+        c.loss.validate().unwrap();
+        for (preset, estimator) in [
+            ("reinforce_pp", "reinforce_plus_plus"),
+            ("reinforce_pp_baseline", "reinforce_plus_plus_baseline"),
+        ] {
+            let mut c = TrainConfig::default();
+            c.apply_preset(preset).unwrap();
+            assert_eq!(c.advantage, EstimatorConfig::from_name(estimator).unwrap());
+            assert_eq!(
+                c.loss.policy,
+                PolicyLoss::Ppo {
+                    clip_low: 0.2,
+                    clip_high: 0.2,
+                    dual_clip: None
+                }
+            );
+            assert_eq!(c.loss.aggregation, Aggregation::TokenMean);
+            assert!(c.loss.kl.is_none());
+            assert_eq!(c.filter, FilterConfig::None);
+            assert!(c.build_estimator().unwrap().batch_level());
+        }
     }
 }

@@ -1,0 +1,274 @@
+"""Fixtures from verl's own code for REINFORCE++ (rl-advantage) and CISPO (rl-loss).
+
+Calls, from the installed verl 0.9.1 (`verl/trainer/ppo/core_algos.py`):
+  * compute_reinforce_plus_plus_outcome_advantage           (adv_estimator=reinforce_plus_plus)
+  * compute_reinforce_plus_plus_baseline_outcome_advantage  (adv_estimator=reinforce_plus_plus_baseline)
+  * compute_policy_loss_cispo                               (policy_loss.loss_mode=cispo)
+on seeded inputs, in float64, and writes
+  crates/rl-advantage/tests/data/reinforce_pp_verl.json
+  crates/rl-loss/tests/data/cispo_verl.json
+
+REINFORCE++ inputs are outcome rewards as verl's reward managers write them (the sequence's score
+on its last response token, zeros elsewhere), response masks (optionally with holes: the
+observation tokens of a multi-turn episode), group ids (`index`, verl's uid), with AlgoConfig's
+default gamma = 1.0. Batches: several sizes, uneven and interleaved groups, shaped rewards, a
+batch whose rewards are all equal. The script checks that verl's advantage is the same on every
+valid token of a response (true for outcome rewards with gamma = 1) and stores one value per
+response.
+
+CISPO inputs are [sequences, tokens] log-probs, old log-probs, advantages, masks and optional
+rollout IS weights; the loss is aggregated as verl does (token-mean with the global token count
+of `global_batch_info`, or seq-mean-token-mean), and its gradient with respect to `log_prob` comes
+from torch autograd.
+
+Setup (see ../shared/reference/realsize.md):
+  pip install --no-deps verl==0.9.1
+  pip install 'tensordict<=0.10.0,>=0.8.0' hydra-core codetiming pylatexenc dill pandas ray
+Run from the repository root:
+  $HOME/.cache/rlvr-trl/venv/bin/python tools/verl/gen_verl_fixtures.py
+"""
+
+import json
+import pathlib
+
+import numpy as np
+import torch
+import verl
+from verl.trainer.config import AlgoConfig
+from verl.trainer.ppo import core_algos
+from verl.workers.config import ActorConfig
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ADV_OUT = ROOT / "crates/rl-advantage/tests/data/reinforce_pp_verl.json"
+LOSS_OUT = ROOT / "crates/rl-loss/tests/data/cispo_verl.json"
+DT = torch.float64
+
+
+def r(x, nd=15):
+    return float(f"{float(x):.{nd}g}")
+
+
+# --------------------------------------------------------------------------------------------
+# REINFORCE++ and REINFORCE++-baseline
+# --------------------------------------------------------------------------------------------
+
+
+def make_mask(rng, length, t_max, holes):
+    """A response mask of `length` valid tokens inside `t_max` columns; with `holes`, a few
+    observation spans (mask 0) are cut inside the response but the valid count stays `length`."""
+    if not holes:
+        row = [1] * length + [0] * (t_max - length)
+        return row, length
+    row = []
+    valid = 0
+    while valid < length:
+        if valid > 0 and rng.random() < 0.25:
+            span = int(rng.integers(1, 4))
+            row.extend([0] * span)
+        row.append(1)
+        valid += 1
+    row = row[:t_max]
+    valid = sum(row)
+    row += [0] * (t_max - len(row))
+    return row, valid
+
+
+def reinforce_case(name, rng, group_sizes, reward_kind, max_len, interleave=False, holes=False, lengths=None):
+    ids = []
+    for g, size in enumerate(group_sizes):
+        ids.extend([g] * size)
+    if interleave:
+        order = rng.permutation(len(ids))
+        ids = [ids[i] for i in order]
+    n = len(ids)
+    if reward_kind == "pm1":
+        correct = rng.random(n) < 0.4
+        rewards = np.where(correct, 1.0, -1.0)
+    elif reward_kind == "binary":
+        correct = rng.random(n) < 0.5
+        rewards = np.where(correct, 1.0, 0.0)
+    elif reward_kind == "shaped":
+        correct = rng.random(n) < 0.5
+        penalty = np.where(rng.random(n) < 0.3, -rng.random(n), 0.0)
+        rewards = np.where(correct, 1.0, -1.0) + penalty
+    elif reward_kind == "normal":
+        rewards = rng.normal(0.3, 1.7, n)
+        correct = rewards > 0.0
+    elif reward_kind == "constant":
+        rewards = np.full(n, 1.0)
+        correct = np.ones(n, dtype=bool)
+    else:
+        raise ValueError(reward_kind)
+    if reward_kind == "binary":
+        # Make some groups all-equal (zero spread) on purpose.
+        for g in range(0, len(group_sizes), 3):
+            for i in range(n):
+                if ids[i] == g:
+                    rewards[i], correct[i] = 1.0, True
+    if lengths is None:
+        lengths = [int(rng.integers(1, max_len + 1)) for _ in range(n)]
+    t_max = max_len * (3 if holes else 1) + 2
+    masks, counts = [], []
+    for length in lengths:
+        row, valid = make_mask(rng, length, t_max, holes)
+        masks.append(row)
+        counts.append(valid)
+    mask = torch.tensor(masks, dtype=DT)
+    tlr = torch.zeros(n, t_max, dtype=DT)
+    for i, row in enumerate(masks):
+        last = max(k for k, m in enumerate(row) if m == 1)
+        tlr[i, last] = float(rewards[i])
+    index = np.array([f"uid{g}" for g in ids], dtype=object)
+
+    cfg = AlgoConfig()  # gamma = 1.0, verl's default
+    adv_pp, _ = core_algos.compute_reinforce_plus_plus_outcome_advantage(
+        token_level_rewards=tlr.clone(), response_mask=mask, config=cfg
+    )
+    adv_base, _ = core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(
+        token_level_rewards=tlr.clone(), response_mask=mask, index=index, config=cfg
+    )
+
+    def per_response(adv):
+        out = []
+        for i in range(n):
+            vals = adv[i][mask[i] == 1]
+            assert torch.allclose(vals, vals[0].expand_as(vals), rtol=0, atol=1e-12), (name, i, vals)
+            assert torch.all(adv[i][mask[i] == 0] == 0)
+            out.append(r(vals[0]))
+        return out
+
+    return {
+        "name": name,
+        "group": ids,
+        "reward": [r(x) for x in rewards],
+        "correct": [bool(c) for c in correct],
+        "tokens": counts,
+        "reinforce_plus_plus": per_response(adv_pp),
+        "reinforce_plus_plus_baseline": per_response(adv_base),
+    }
+
+
+def reinforce_fixtures():
+    rng = np.random.default_rng(20261204)
+    cases = [
+        reinforce_case("g8x4_pm1", rng, [8] * 4, "pm1", 40),
+        reinforce_case("uneven_interleaved_binary", rng, [2, 3, 5, 8, 4, 6], "binary", 24, interleave=True),
+        reinforce_case("g16x6_normal", rng, [16] * 6, "normal", 64),
+        reinforce_case("uneven_shaped", rng, [3, 7, 2, 5], "shaped", 30, interleave=True),
+        reinforce_case("multi_turn_holes", rng, [4, 4, 4], "pm1", 20, holes=True),
+        reinforce_case("one_group", rng, [6], "shaped", 12),
+        reinforce_case("one_token_each", rng, [4, 5, 3], "normal", 1, lengths=[1] * 12),
+        reinforce_case("all_equal_rewards", rng, [4, 4], "constant", 10),
+    ]
+    return {
+        "source": f"verl {verl.__version__} verl/trainer/ppo/core_algos.py: "
+        "compute_reinforce_plus_plus_outcome_advantage, "
+        "compute_reinforce_plus_plus_baseline_outcome_advantage (AlgoConfig() defaults, gamma = 1.0), float64",
+        "command": "$HOME/.cache/rlvr-trl/venv/bin/python tools/verl/gen_verl_fixtures.py",
+        "cases": cases,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# CISPO
+# --------------------------------------------------------------------------------------------
+
+
+def cispo_case(name, rng, lengths, t_max, clip_low, clip_high, spread, agg="token-mean",
+               is_weights=False, rows=None):
+    n = len(lengths)
+    mask = torch.zeros(n, t_max, dtype=DT)
+    for i, length in enumerate(lengths):
+        mask[i, :length] = 1.0
+    old = torch.tensor(rng.uniform(-3.0, -0.05, (n, t_max)), dtype=DT)
+    logp = old + torch.tensor(rng.uniform(-spread, spread, (n, t_max)), dtype=DT)
+    seq_adv = rng.uniform(-1.5, 1.5, n)
+    adv = torch.tensor(np.repeat(seq_adv[:, None], t_max, axis=1), dtype=DT)
+    old, logp, adv = old * mask, logp * mask, adv * mask
+    w = None
+    if is_weights:
+        w = torch.tensor(np.minimum(rng.uniform(0.3, 3.0, (n, t_max)), 2.0), dtype=DT) * mask
+    global_tokens = int(mask.sum().item())
+    global_seqs = int((mask.sum(-1) > 0).sum().item())
+    sel = list(range(n)) if rows is None else rows
+
+    cfg = ActorConfig(
+        strategy="fsdp",
+        clip_ratio_low=clip_low,
+        clip_ratio_high=clip_high,
+        ppo_micro_batch_size_per_gpu=1,
+        rollout_n=1,
+        loss_agg_mode=agg,
+        # The normalisers of the whole batch, as verl passes them to every micro-batch.
+        global_batch_info={"dp_size": 1, "batch_num_tokens": global_tokens, "global_batch_size": global_seqs},
+    )
+    lp = logp[sel].clone().requires_grad_(True)
+    loss, metrics = core_algos.compute_policy_loss_cispo(
+        old_log_prob=old[sel],
+        log_prob=lp,
+        advantages=adv[sel],
+        response_mask=mask[sel],
+        loss_agg_mode=agg,
+        config=cfg,
+        rollout_is_weights=None if w is None else w[sel],
+    )
+    loss.backward()
+    grad = lp.grad * mask[sel]
+
+    def rows_of(t):
+        return [[r(x) for x in row] for row in t.tolist()]
+
+    return {
+        "name": name,
+        "clip_low": clip_low,
+        "clip_high": clip_high,
+        "aggregation": agg,
+        "lengths": [lengths[i] for i in sel],
+        "global_tokens": global_tokens,
+        "global_sequences": global_seqs,
+        "logp": rows_of(logp[sel]),
+        "old_logp": rows_of(old[sel]),
+        "advantages": rows_of(adv[sel]),
+        "is_weights": None if w is None else rows_of(w[sel]),
+        "loss": r(loss.item()),
+        "grad_logp": rows_of(grad),
+        "pg_clipfrac": r(metrics["actor/pg_clipfrac"]),
+    }
+
+
+def cispo_fixtures():
+    rng = np.random.default_rng(506135851)
+    lengths = [7, 3, 5, 1, 6, 4]
+    cases = [
+        # verl's example (examples/cispo_trainer): clip_ratio_low = 10 (no lower bound), high 0.2.
+        cispo_case("verl_example_bounds", rng, lengths, 8, 10.0, 0.2, 0.5),
+        # Both bounds active: ratios e^±0.6 against [0.8, 1.28].
+        cispo_case("both_bounds", rng, lengths, 8, 0.2, 0.28, 0.6),
+        # Ratios near 1: nothing clipped, the loss is −A·logp per token, token-mean.
+        cispo_case("unclipped", rng, lengths, 8, 0.2, 0.2, 0.05),
+        # Rollout IS weights (truncated at 2) multiply the per-token loss, as for PPO.
+        cispo_case("is_weights", rng, lengths, 8, 10.0, 0.2, 0.5, is_weights=True),
+        # A micro-batch of rows 1, 2, 4 normalised by the whole batch's token count.
+        cispo_case("micro_batch_global_counts", rng, lengths, 8, 10.0, 0.2, 0.5, rows=[1, 2, 4]),
+        # seq-mean-token-mean aggregation.
+        cispo_case("seq_mean_token_mean", rng, lengths, 8, 0.2, 0.28, 0.6, agg="seq-mean-token-mean"),
+    ]
+    return {
+        "source": f"verl {verl.__version__} verl/trainer/ppo/core_algos.py: compute_policy_loss_cispo "
+        "(agg_loss with global_batch_info), gradient by torch autograd, float64",
+        "command": "$HOME/.cache/rlvr-trl/venv/bin/python tools/verl/gen_verl_fixtures.py",
+        "cases": cases,
+    }
+
+
+def main():
+    torch.set_default_dtype(DT)
+    for path, data in [(ADV_OUT, reinforce_fixtures()), (LOSS_OUT, cispo_fixtures())]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(data, separators=(",", ":")) + "\n"
+        path.write_text(text)
+        print(f"{path.relative_to(ROOT)}: {len(data['cases'])} cases, {len(text)} bytes")
+
+
+if __name__ == "__main__":
+    main()
