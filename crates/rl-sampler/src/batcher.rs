@@ -48,7 +48,8 @@ pub enum OnExhausted {
     /// Stop with [`SamplerError::Exhausted`] (verl's behaviour).
     #[default]
     Error,
-    /// Return the groups kept so far as a smaller batch.
+    /// Return the groups kept so far as a smaller batch; with none kept, an empty batch (the
+    /// trainer's step then generates and logs but makes no update).
     TrainOnKept,
 }
 
@@ -219,7 +220,7 @@ impl<T> DynamicBatcher<T> {
         }
         if self.config.max_gen_rounds > 0 && self.report.rounds >= self.config.max_gen_rounds {
             return match self.config.on_exhausted {
-                OnExhausted::TrainOnKept if !self.kept.is_empty() => Ok(Some(self.emit(true))),
+                OnExhausted::TrainOnKept => Ok(Some(self.emit(true))),
                 _ => {
                     let r = self.report;
                     let err = SamplerError::Exhausted {

@@ -663,6 +663,24 @@ fn dapo_on_a_hopeless_model_stops_with_a_clear_error() {
     );
 }
 
+/// The same hopeless model with `on_exhausted = "train_on_kept"`: the step keeps no group, so
+/// it makes no update and says so in its metrics; the run goes on.
+#[test]
+fn train_on_kept_with_nothing_kept_makes_no_update() {
+    let a = tmp("hopeless-kept");
+    let (mut cfg, train, eval, tok, model) = tiny_run("da3po", &a, 2);
+    cfg.batch.on_exhausted = rl_sampler::OnExhausted::TrainOnKept;
+    let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+    for step in 1..=2 {
+        let m = t.step().unwrap();
+        assert_eq!(m.step, step);
+        assert_eq!((m.groups_kept, m.groups_used), (0, 0), "step {step}");
+        assert_eq!((m.updates, m.updates_skipped), (0, 0), "step {step}");
+        assert!(m.responses_generated > 0);
+        assert_eq!(m.loss, 0.0);
+    }
+}
+
 /// A Qwen3 whose differentiable log-probs are NaN: lp + 0·NaN keeps the autodiff graph but makes
 /// every loss non-finite. It stands for a forward or backward pass that overflows.
 #[derive(burn::module::Module, Clone, Debug)]

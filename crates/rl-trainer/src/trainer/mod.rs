@@ -36,7 +36,7 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch};
+use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch_with_tokens};
 use rl_loss::IsCorrection;
 use rl_models::Tokenizer;
 use rl_rollout::{RolloutEngine, WeightsKind, WeightsRef};
@@ -468,20 +468,31 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         self.config.rollout.sampling(&[]).logprob_temperature()
     }
 
-    /// Advantages phase: the kept groups' responses (explicit group ids), in group order.
+    /// Advantages phase: the kept groups' responses (explicit group ids), in group order. Each
+    /// response's token count (its sampled tokens; 0 when overlong handling masks it out of the
+    /// loss) weighs it in the estimators that whiten over the batch's tokens (REINFORCE++); the
+    /// per-group estimators ignore it.
     pub fn advantages(
         &self,
         groups: &[RolloutGroup<ScoredResponse>],
     ) -> Result<BatchAdvantages, TrainerError> {
-        let samples: Vec<Sample> = groups
-            .iter()
-            .flat_map(|g| {
-                g.items
-                    .iter()
-                    .map(move |it| Sample::new(g.group, it.reward, it.correct))
-            })
+        let items = || {
+            groups
+                .iter()
+                .flat_map(|g| g.items.iter().map(move |it| (g.group, it)))
+        };
+        let samples: Vec<Sample> = items()
+            .map(|(group, it)| Sample::new(group, it.reward, it.correct))
             .collect();
-        Ok(compute_batch(self.estimator.as_ref(), &samples, None)?)
+        let tokens: Vec<usize> = items()
+            .map(|(_, it)| if it.train { it.sampled_len() } else { 0 })
+            .collect();
+        Ok(compute_batch_with_tokens(
+            self.estimator.as_ref(),
+            &samples,
+            &tokens,
+            None,
+        )?)
     }
 
     /// Weight-sync phase: hands the policy's weights to the engine as version `state.step` —
@@ -526,25 +537,44 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let batch = self.collect_batch()?; // generate → score → filter
         let time_rollout = t0.elapsed().as_secs_f64();
         let peak_rollout = peak.peak_mb();
-        let adv = self.advantages(&batch.groups)?;
+        // `on_exhausted = "train_on_kept"` with no group kept: nothing to learn from, so no
+        // advantages, log-probs or update; the step still counts and is logged.
+        let learn = !batch.groups.is_empty();
+        let adv = if learn {
+            self.advantages(&batch.groups)?
+        } else {
+            BatchAdvantages {
+                advantages: Vec::new(),
+                amplified: Vec::new(),
+                stats: Default::default(),
+            }
+        };
         self.prefetch()?; // k ≥ 1: the next step's first round generates during this update
 
         let t1 = Instant::now();
         let peak = PhasePeak::start();
-        let behaviour = self.behaviour(&batch.groups)?;
+        let behaviour = if learn {
+            self.behaviour(&batch.groups)?
+        } else {
+            Behaviour::default()
+        };
         let time_logprobs = t1.elapsed().as_secs_f64();
         let peak_logprobs = peak.peak_mb();
 
         let t2 = Instant::now();
         let peak = PhasePeak::start();
-        let minibatches = self.minibatches(batch.groups.len());
-        let train = TrainBatch {
-            groups: &batch.groups,
-            advantages: &adv.advantages,
-            behaviour: &behaviour,
-            minibatches: &minibatches,
+        let update = if learn {
+            let minibatches = self.minibatches(batch.groups.len());
+            let train = TrainBatch {
+                groups: &batch.groups,
+                advantages: &adv.advantages,
+                behaviour: &behaviour,
+                minibatches: &minibatches,
+            };
+            self.update(step, lr, &train)?
+        } else {
+            UpdateStats::default()
         };
-        let update = self.update(step, lr, &train)?;
         let time_train = t2.elapsed().as_secs_f64();
         let peak_train = peak.peak_mb();
 
