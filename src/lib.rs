@@ -38,6 +38,8 @@ pub mod plot;
 #[cfg(feature = "cli")]
 pub mod report;
 #[cfg(feature = "cli")]
+pub mod smollm2;
+#[cfg(feature = "cli")]
 pub mod stats;
 #[cfg(feature = "cli")]
 pub mod study;

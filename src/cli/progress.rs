@@ -17,6 +17,8 @@ pub struct Progress {
     leader: bool,
     /// `RLVR_QUIET` is set.
     silent: bool,
+    /// When and at which step this process started training (for the time left).
+    started: Option<(std::time::Instant, usize)>,
 }
 
 impl Progress {
@@ -28,17 +30,21 @@ impl Progress {
             lines: !(terminal && leader),
             leader,
             silent: std::env::var_os("RLVR_QUIET").is_some(),
+            started: None,
         }
     }
 
     /// Shows `event`.
     pub fn on_event(&mut self, event: RunEvent<'_>) {
+        if let RunEvent::Started { step, .. } = event {
+            self.started = Some((std::time::Instant::now(), step));
+        }
         match event {
             RunEvent::Started { step, total } if !self.lines => {
                 self.bar = ProgressBar::new(total as u64);
                 self.bar.set_style(
                     ProgressStyle::with_template(
-                        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} ({eta} left) {msg}",
                     )
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
@@ -73,7 +79,7 @@ impl Progress {
                 let log_every = (total / 20).max(1);
                 if self.lines && shown && (s % log_every == 0 || last || m.eval.is_some()) {
                     eprintln!(
-                        "step {s:>5}/{total} acc {:.3} reward {:+.3} kept {}/{} rounds {} amp {:.2} loss {:+.4} {:.1}s",
+                        "step {s:>5}/{total} acc {:.3} reward {:+.3} kept {}/{} rounds {} amp {:.2} loss {:+.4} {:.1}s{}",
                         m.acc,
                         m.reward_mean,
                         m.groups_kept,
@@ -81,7 +87,8 @@ impl Progress {
                         m.gen_rounds,
                         m.frac_amplified,
                         m.loss,
-                        m.time_step_s
+                        m.time_step_s,
+                        self.time_left(s, total)
                     );
                 }
                 if let Some(ev) = &m.eval
@@ -94,5 +101,19 @@ impl Progress {
             RunEvent::Finished => self.bar.finish_and_clear(),
             _ => {}
         }
+    }
+
+    /// `", 12m30s left"`: the mean time of this process's steps so far times the steps left
+    /// (empty before the first step or after the last).
+    fn time_left(&self, step: usize, total: usize) -> String {
+        let Some((t0, s0)) = self.started else {
+            return String::new();
+        };
+        if step <= s0 || step >= total {
+            return String::new();
+        }
+        let left = t0.elapsed().as_secs_f64() / (step - s0) as f64 * (total - step) as f64;
+        let secs = left.round() as u64;
+        format!(", {}m{:02}s left", secs / 60, secs % 60)
     }
 }

@@ -258,16 +258,27 @@ pub fn report(config: &TrainConfig) -> Result<Vec<StepMetrics>, TrainerError> {
     if let (Some((s0, first)), Some((s1, last))) = (evals.first(), evals.last()) {
         print_eval(&format!("held-out, step {s0}:"), first);
         print_eval(&format!("held-out, step {s1}:"), last);
+        println!(
+            "held-out avg@k, step {s0} -> step {s1} (± half-width of the 95 % interval, 1.96 standard errors over prompts):"
+        );
+        let line = |name: &str, a: &rl_trainer::TierEval, b: &rl_trainer::TierEval| {
+            println!(
+                "{name:<8} avg@{}: {:.3} ± {:.3} -> {:.3} ± {:.3} ({:+.3})",
+                b.k,
+                a.avg_at_k,
+                1.96 * a.avg_std_error,
+                b.avg_at_k,
+                1.96 * b.avg_std_error,
+                b.avg_at_k - a.avg_at_k
+            )
+        };
         for (tier, a) in &first.tiers {
             if let Some(b) = last.tiers.get(tier) {
-                println!(
-                    "{tier:<7} avg@{}: {:.3} -> {:.3} ({:+.3})",
-                    b.k,
-                    a.avg_at_k,
-                    b.avg_at_k,
-                    b.avg_at_k - a.avg_at_k
-                );
+                line(tier, a, b);
             }
+        }
+        if first.tiers.len() > 1 {
+            line("overall", &first.overall, &last.overall);
         }
     }
     let png = out.join("learning_curve.png");

