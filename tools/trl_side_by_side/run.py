@@ -47,9 +47,9 @@ def rlvr_config(job_text: str, *, seed: int, out_dir: Path, model: Path, train: 
     return head + job_text.replace("[data]\n", f'[model]\npath = "{model}"\n\n[data]\n{data}', 1)
 
 
-def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path, save: bool = True):
+def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path, save: bool = True, **overrides):
     """GRPOConfig with every field of job.toml that TRL has (saving the model at the evaluation
-    steps unless `save` is false)."""
+    steps unless `save` is false); `overrides` are further GRPOConfig arguments."""
     from trl import GRPOConfig
 
     r, o, b, p = job["rollout"], job["optim"], job["batch"], job["loss"]["policy"]
@@ -85,13 +85,14 @@ def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path, save: bool = 
         adam_epsilon=o["eps"],
         weight_decay=o["weight_decay"],
         use_cpu=True,
-        bf16=False,
+        bf16=overrides.pop("bf16", False),
         save_strategy="steps" if save else "no",
         save_steps=job["eval"]["every"],
         save_only_model=True,
         logging_steps=1,
         report_to="none",
         disable_tqdm=True,
+        **overrides,
     )
 
 
@@ -144,11 +145,15 @@ def run_trl(job: dict, export: Path, out_dir: Path, seed: int, steps: int) -> li
     return steps_out
 
 
-def rlvr_eval(rlvr: str, model: Path, export: Path, config: Path, out: Path) -> dict:
-    """avg@k by tier of `model` through `rlvr eval` with the run's config (its seed)."""
+def rlvr_eval(rlvr: str, model: Path, export: Path, config: Path, out: Path, *,
+              tokenizer: Path | None = None, data: Path | None = None) -> dict:
+    """avg@k by tier of `model` through `rlvr eval` with the run's config (its seed), on `data`
+    (default: the export's held-out prompts) with `tokenizer` (default: the export's)."""
+    tokenizer = tokenizer or export / "model" / "tokenizer.json"
+    data = data or export / "heldout.jsonl"
     if not (out / "summary.json").exists():
-        sh([rlvr, "eval", "--model", model, "--tokenizer", export / "model" / "tokenizer.json",
-            "--config", config, "--data", export / "heldout.jsonl", "--out", out],
+        sh([rlvr, "eval", "--model", model, "--tokenizer", tokenizer,
+            "--config", config, "--data", data, "--out", out],
            stdout=subprocess.DEVNULL)
     s = json.loads((out / "summary.json").read_text())
     tiers = {g: v["avg"]["mean"] for g, v in s["groups"].items()}
