@@ -15,7 +15,8 @@ use super::{EXIT_BAD_INPUT, Io, LineError, json_lines};
 /// Arguments of `rlvr advantages`.
 #[derive(clap::Args, Debug)]
 pub struct AdvantagesArgs {
-    /// Estimator: grpo, dr_grpo, rloo, dapo or da3po.
+    /// Estimator: grpo, dr_grpo, rloo, dapo, da3po, reinforce_plus_plus or
+    /// reinforce_plus_plus_baseline.
     #[arg(long, default_value = "da3po")]
     pub estimator: String,
     /// DA3PO amplification factor lambda (da3po only; default 2).
@@ -252,7 +253,10 @@ mod tests {
         let (code, _, err) = run_str(args("ppo"), "");
         assert_eq!(code, EXIT_BAD_INPUT);
         assert!(
-            err.contains("valid names: grpo, dr_grpo, rloo, dapo, da3po"),
+            err.contains(
+                "valid names: grpo, dr_grpo, rloo, dapo, da3po, reinforce_plus_plus, \
+                 reinforce_plus_plus_baseline"
+            ),
             "{err}"
         );
         let mut a = args("grpo");
@@ -276,6 +280,6 @@ mod tests {
         a.negative_advantage = Some("amplify".into());
         let (code, _, err) = run_str(a, "");
         assert_eq!(code, EXIT_BAD_INPUT);
-        assert!(err.contains("da3po only"), "{err}");
+        assert!(err.contains("a DAA setting"), "{err}");
     }
 }
