@@ -81,7 +81,7 @@ def test_group_advantages_arguments():
     raises(ValueError, "lambda_min", ga, s, g, estimator="da3po", correct=s > 0, lam="theory", lam_min=2.0, lam_max=1.5)
     raises(ValueError, "eps", ga, s, g, eps=-1.0)
     raises(ValueError, "negative_advantage", ga, s, g, estimator="da3po", correct=s > 0, negative_advantage="flip")
-    raises(ValueError, "negative_advantage is a setting of da3po only", ga, s, g, negative_advantage="keep")
+    raises(ValueError, "`negative_advantage`: keep for `grpo` \\(a DAA setting", ga, s, g, negative_advantage="keep")
     raises(ValueError, "group -5 has 1 sample", ga, s, np.array([0, 0, 0, -5], dtype=np.int64))
 
 
