@@ -383,130 +383,59 @@ fn token_weights(batch: &GroupedBatch<'_>) -> Vec<f64> {
     (0..batch.len()).map(|i| batch.tokens(i) as f64).collect()
 }
 
-/// REINFORCE++ (arXiv 2501.03262; verl `reinforce_plus_plus`) for outcome rewards with γ = 1:
-/// every token of response i has the return R_i, and the returns are whitened over all tokens
-/// of the batch (verl's `masked_whiten`, see [`REINFORCE_PP_WHITEN_EPS`]): no group baseline.
-/// Optional DAA after the whitening.
+/// REINFORCE++ (arXiv 2501.03262) for outcome rewards with γ = 1: every token of response i
+/// has the value v_i, and the values are whitened over all tokens of the batch (verl's
+/// `masked_whiten`, see [`REINFORCE_PP_WHITEN_EPS`]), then DAA is applied per group if set.
+/// `baseline = false` (verl `reinforce_plus_plus`): v_i = R_i, no group baseline.
+/// `baseline = true` (verl `reinforce_plus_plus_baseline`): v_i = R_i minus its group's mean, a
+/// group whose rewards are equal within `equal_tol` centred to exactly 0.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ReinforcePlusPlus {
-    /// The batch's values equal within this ⇒ all advantages exactly 0.
+    /// Subtract each group's mean reward before the whitening.
+    pub baseline: bool,
+    /// Equal-value tolerance: of a group's rewards (baseline), and of the batch's values
+    /// before the whitening (equal ⇒ all advantages exactly 0).
     pub equal_tol: f64,
     /// DAA applied per group to the whitened advantages.
     pub daa: Option<Daa>,
 }
 
-impl Default for ReinforcePlusPlus {
-    fn default() -> Self {
+impl ReinforcePlusPlus {
+    /// Without (`reinforce_plus_plus`) or with (`reinforce_plus_plus_baseline`) the group
+    /// baseline, default tolerance, no DAA.
+    pub fn new(baseline: bool) -> Self {
         Self {
+            baseline,
             equal_tol: DEFAULT_EQUAL_TOL,
             daa: None,
         }
     }
-}
 
-/// REINFORCE++-baseline (arXiv 2501.03262; verl `reinforce_plus_plus_baseline`): each reward
-/// minus its group's mean, then whitened over all tokens of the batch as [`ReinforcePlusPlus`]
-/// does. A group whose rewards are equal within `equal_tol` is centred to exactly 0 before the
-/// whitening. Optional DAA after the whitening.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ReinforcePlusPlusBaseline {
-    /// Equal-reward tolerance of a group, and of the whole batch after centring.
-    pub equal_tol: f64,
-    /// DAA applied per group to the whitened advantages.
-    pub daa: Option<Daa>,
-}
-
-impl Default for ReinforcePlusPlusBaseline {
-    fn default() -> Self {
-        Self {
-            equal_tol: DEFAULT_EQUAL_TOL,
-            daa: None,
+    /// One group's values before the whitening: its rewards, centred when `baseline`.
+    fn values(&self, rewards: &[f64], out: &mut [f64]) {
+        if !self.baseline {
+            out.copy_from_slice(rewards);
+        } else if all_equal(rewards, self.equal_tol) {
+            out.fill(0.0);
+        } else {
+            let m = mean(rewards);
+            for (o, r) in out.iter_mut().zip(rewards) {
+                *o = r - m;
+            }
         }
     }
-}
-
-/// The group stage of the baseline variant: R_i − mean of the group (exact 0 for an all-equal
-/// group).
-fn centre_group(rewards: &[f64], equal_tol: f64, out: &mut [f64]) {
-    if all_equal(rewards, equal_tol) {
-        out.fill(0.0);
-        return;
-    }
-    let m = mean(rewards);
-    for (o, r) in out.iter_mut().zip(rewards) {
-        *o = r - m;
-    }
-}
-
-/// Whitening and DAA of one group seen as a batch (every response one token).
-fn reinforce_pp_group(values: &mut [f64], correct: &[bool], equal_tol: f64, daa: Option<Daa>) {
-    let ones = vec![1.0; values.len()];
-    verl_masked_whiten(values, &ones, equal_tol);
-    if let Some(d) = daa {
-        d.apply(values, correct);
-    }
-}
-
-/// Whitening over the batch's tokens, then DAA per group.
-fn reinforce_pp_batch(
-    batch: &GroupedBatch<'_>,
-    out: &mut [f64],
-    equal_tol: f64,
-    daa: Option<Daa>,
-) -> Result<(), AdvantageError> {
-    verl_masked_whiten(out, &token_weights(batch), equal_tol);
-    if let Some(d) = daa {
-        batch.per_group(out, |_, _, correct, values| {
-            d.apply(values, correct);
-            Ok(())
-        })?;
-    }
-    Ok(())
 }
 
 impl AdvantageEstimator for ReinforcePlusPlus {
     fn name(&self) -> &'static str {
-        "reinforce_plus_plus"
-    }
-
-    fn group_advantages(
-        &self,
-        group: GroupId,
-        rewards: &[f64],
-        correct: &[bool],
-        out: &mut [f64],
-    ) -> Result<(), AdvantageError> {
-        check_group(group, rewards, correct)?;
-        out.copy_from_slice(rewards);
-        reinforce_pp_group(out, correct, self.equal_tol, self.daa);
-        Ok(())
-    }
-
-    fn batch_advantages(
-        &self,
-        batch: &GroupedBatch<'_>,
-        out: &mut [f64],
-    ) -> Result<(), AdvantageError> {
-        for (o, s) in out.iter_mut().zip(batch.samples()) {
-            *o = s.reward;
+        if self.baseline {
+            "reinforce_plus_plus_baseline"
+        } else {
+            "reinforce_plus_plus"
         }
-        reinforce_pp_batch(batch, out, self.equal_tol, self.daa)
     }
 
-    fn batch_level(&self) -> bool {
-        true
-    }
-
-    fn daa(&self) -> Option<Daa> {
-        self.daa
-    }
-}
-
-impl AdvantageEstimator for ReinforcePlusPlusBaseline {
-    fn name(&self) -> &'static str {
-        "reinforce_plus_plus_baseline"
-    }
-
+    /// The group seen as a batch of one-token responses.
     fn group_advantages(
         &self,
         group: GroupId,
@@ -515,21 +444,32 @@ impl AdvantageEstimator for ReinforcePlusPlusBaseline {
         out: &mut [f64],
     ) -> Result<(), AdvantageError> {
         check_group(group, rewards, correct)?;
-        centre_group(rewards, self.equal_tol, out);
-        reinforce_pp_group(out, correct, self.equal_tol, self.daa);
+        self.values(rewards, out);
+        verl_masked_whiten(out, &vec![1.0; out.len()], self.equal_tol);
+        if let Some(d) = self.daa {
+            d.apply(out, correct);
+        }
         Ok(())
     }
 
+    /// The groups' values, whitened over the batch's tokens, then DAA per group.
     fn batch_advantages(
         &self,
         batch: &GroupedBatch<'_>,
         out: &mut [f64],
     ) -> Result<(), AdvantageError> {
         batch.per_group(out, |_, rewards, _, values| {
-            centre_group(rewards, self.equal_tol, values);
+            self.values(rewards, values);
             Ok(())
         })?;
-        reinforce_pp_batch(batch, out, self.equal_tol, self.daa)
+        verl_masked_whiten(out, &token_weights(batch), self.equal_tol);
+        if let Some(d) = self.daa {
+            batch.per_group(out, |_, _, correct, values| {
+                d.apply(values, correct);
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 
     fn batch_level(&self) -> bool {
@@ -957,16 +897,11 @@ impl EstimatorConfig {
                     .with_negative_advantage(negative_advantage)
                     .with_lambda_rule(lambda_rule, lambda_min, lambda_max)?,
             }),
-            EstimatorConfig::ReinforcePlusPlus { equal_tol, daa, .. } => {
+            EstimatorConfig::ReinforcePlusPlus { equal_tol, daa, .. }
+            | EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, daa, .. } => {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(ReinforcePlusPlus {
-                    equal_tol,
-                    daa: daa.map(|d| d.build()).transpose()?,
-                })
-            }
-            EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, daa, .. } => {
-                check_nonneg("equal_tol", equal_tol)?;
-                Box::new(ReinforcePlusPlusBaseline {
+                    baseline: matches!(self, EstimatorConfig::ReinforcePlusPlusBaseline { .. }),
                     equal_tol,
                     daa: daa.map(|d| d.build()).transpose()?,
                 })

@@ -71,7 +71,7 @@ pub use daa::{
 pub use error::AdvantageError;
 pub use estimator::{
     AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo,
-    REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus, ReinforcePlusPlusBaseline, Rloo, StdMode,
+    REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus, Rloo, StdMode,
 };
 pub use sample::{GroupId, Sample};
 pub use weight::{PROMPT_WEIGHT_NAMES, PromptWeight, PromptWeighted};
