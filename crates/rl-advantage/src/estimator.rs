@@ -893,9 +893,15 @@ impl EstimatorConfig {
                 dapo: Dapo {
                     grpo: grpo(std, eps, equal_tol)?,
                 },
-                daa: Daa::new(lambda, tau)?
-                    .with_negative_advantage(negative_advantage)
-                    .with_lambda_rule(lambda_rule, lambda_min, lambda_max)?,
+                daa: DaaConfig {
+                    lambda,
+                    tau,
+                    negative_advantage,
+                    lambda_rule,
+                    lambda_min,
+                    lambda_max,
+                }
+                .build()?,
             }),
             EstimatorConfig::ReinforcePlusPlus { equal_tol, daa, .. }
             | EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, daa, .. } => {
