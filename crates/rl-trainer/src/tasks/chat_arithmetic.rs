@@ -39,21 +39,15 @@ impl Default for ChatArithmetic {
     /// 3-digit + 2-digit, 3-digit + 3-digit and 2-digit × 1-digit (1–9); 32 held-out
     /// problems per tier, up to 400 training problems (1d+1d has 100 in all, so 68).
     fn default() -> Self {
-        let t = |name: &str, a, b, op| Tier {
-            name: name.into(),
-            a,
-            b,
-            op,
-        };
         Self {
             task: ArithmeticTask {
                 tiers: vec![
-                    t("1d+1d", (0, 9), (0, 9), '+'),
-                    t("2d+1d", (10, 99), (0, 9), '+'),
-                    t("2d+2d", (10, 99), (10, 99), '+'),
-                    t("3d+2d", (100, 999), (10, 99), '+'),
-                    t("3d+3d", (100, 999), (100, 999), '+'),
-                    t("2dx1d", (10, 99), (1, 9), '*'),
+                    Tier::new("1d+1d", (0, 9), (0, 9), '+'),
+                    Tier::new("2d+1d", (10, 99), (0, 9), '+'),
+                    Tier::new("2d+2d", (10, 99), (10, 99), '+'),
+                    Tier::new("3d+2d", (100, 999), (10, 99), '+'),
+                    Tier::new("3d+3d", (100, 999), (100, 999), '+'),
+                    Tier::new("2dx1d", (10, 99), (1, 9), '*'),
                 ],
             },
             train_per_tier: 400,

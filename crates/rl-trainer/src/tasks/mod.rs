@@ -97,6 +97,16 @@ pub struct Tier {
 }
 
 impl Tier {
+    /// A tier named `name` of `a op b`, operands drawn from the inclusive ranges `a` and `b`.
+    pub fn new(name: &str, a: (i64, i64), b: (i64, i64), op: char) -> Self {
+        Self {
+            name: name.into(),
+            a,
+            b,
+            op,
+        }
+    }
+
     fn count(&self) -> usize {
         ((self.a.1 - self.a.0 + 1) * (self.b.1 - self.b.0 + 1)) as usize
     }
@@ -113,12 +123,7 @@ impl Default for ArithmeticTask {
     /// easy: (one- or two-digit) + one-digit; medium: two-digit + two-digit; hard: three-digit +
     /// two-digit. Each tier needs the previous one's skill plus longer carries.
     fn default() -> Self {
-        let t = |name: &str, a, b| Tier {
-            name: name.into(),
-            a,
-            b,
-            op: '+',
-        };
+        let t = |name: &str, a, b| Tier::new(name, a, b, '+');
         Self {
             tiers: vec![
                 t("easy", (0, 99), (0, 9)),

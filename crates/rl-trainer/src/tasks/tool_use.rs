@@ -107,17 +107,11 @@ impl Default for ToolUseDemo {
         train.eval.k = 4;
         train.eval.temperature = 1.0;
         train.apply_preset("da3po").expect("registered preset");
-        let t = |name: &str, a, b, op| Tier {
-            name: name.into(),
-            a,
-            b,
-            op,
-        };
         Self {
             task: ArithmeticTask {
                 tiers: vec![
-                    t("sum", (1000, 9999), (1000, 9999), '+'),
-                    t("product", (100, 999), (10, 99), '*'),
+                    Tier::new("sum", (1000, 9999), (1000, 9999), '+'),
+                    Tier::new("product", (100, 999), (10, 99), '*'),
                 ],
             },
             train_per_tier: 900,
