@@ -57,4 +57,12 @@ pub enum AdvantageError {
         /// Number of token counts.
         tokens: usize,
     },
+    /// Student and teacher log-probs of one response that differ in length.
+    #[error("{student} student log-probs but {teacher} teacher log-probs for one response")]
+    LogprobMismatch {
+        /// Student log-probs.
+        student: usize,
+        /// Teacher log-probs.
+        teacher: usize,
+    },
 }

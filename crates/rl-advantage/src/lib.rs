@@ -36,6 +36,12 @@
 //! arXiv 2602.11128; on `dr_grpo` with 0/1 rewards it gives the paper's (r_i − p̂)/p̂). Groups
 //! with p̂ = 0 are left unchanged. See [`PromptWeight`].
 //!
+//! ## On-policy distillation ([`distill`])
+//!
+//! A teacher's log-probs of the student's own sampled tokens give a per-token advantage,
+//! A_t = w·Â + c·(log π_T(y_t) − log π_S(y_t)) (the sampled-token reverse-KL estimate, negated),
+//! composed with any estimator's outcome advantage Â ([`distill::DistillSignal`]).
+//!
 //! ## Theory ([`theory`])
 //!
 //! Theorem 3.1 of DA3PO: under DAPO's dynamic sampling, a response with true success rate p has
@@ -55,6 +61,7 @@
 
 mod batch;
 mod daa;
+pub mod distill;
 mod error;
 mod estimator;
 mod sample;

@@ -42,6 +42,12 @@
 //! default). Every call returns [`LossMetrics`] as masked sums with counts, mergeable across
 //! micro-batches.
 //!
+//! ## On-policy distillation ([`generalized_jsd`])
+//!
+//! The generalized JSD of GKD (TRL's `generalized_jsd_loss`) between the student's and a
+//! teacher's full next-token distributions, per position, summed in vocabulary chunks, with a
+//! closed-form gradient; β = 1 is the reverse KL. Aggregate it like a per-token loss.
+//!
 //! ## Importance-sampling correction ([`IsCorrection`])
 //!
 //! For rollouts from an engine whose log-probs π_rollout differ from π_old: truncated token
@@ -50,6 +56,7 @@
 
 mod aggregate;
 mod config;
+mod distill;
 mod error;
 mod is_correction;
 mod kl;
@@ -61,6 +68,7 @@ pub use config::{
     AGGREGATION_NAMES, Aggregation, KL_NAMES, KlConfig, KlEstimator, LossConfig, POLICY_LOSS_NAMES,
     PolicyLoss,
 };
+pub use distill::generalized_jsd;
 pub use error::LossError;
 pub use is_correction::{
     IS_CORRECTION_NAMES, IsCorrection, IsStats, SequenceWeights, sequence_weights,

@@ -250,6 +250,7 @@ fn run<B: AutodiffBackend>(a: &Args, device: B::Device) -> Result<(), Box<dyn st
                 rollout_logp: &[],
                 ref_logp: None,
                 advantage: if i < a.seqs / 2 { 1.0 } else { -1.0 },
+                token_advantages: None,
                 train: true,
                 is_weights: None,
                 keep: None,

@@ -54,7 +54,7 @@ pub mod tasks;
 pub mod trainer;
 pub mod update;
 
-pub use config::{ALGORITHMS, TrainConfig};
+pub use config::{ALGORITHMS, DistillForm, DistillSection, TrainConfig};
 pub use engine::{EngineHandle, EngineThread, LocalEngine, LocalModel, build_engine};
 pub use error::TrainerError;
 pub use eval::{EvalReport, TierEval};

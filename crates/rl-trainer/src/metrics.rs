@@ -160,6 +160,14 @@ pub struct StepMetrics {
     /// Smallest and largest group generated this step (`[rollout.budget]` runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_sizes: Option<[usize; 2]>,
+    /// Mean over the trained tokens of log π_old − log π_teacher at the sampled token: the
+    /// sampled-token estimate of the reverse KL to the teacher (`[distill]`, `sampled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distill_reverse_kl: Option<f64>,
+    /// Mean over the trained tokens of the full-vocabulary generalized JSD to the teacher
+    /// (`[distill]`, `full`; the reverse KL when β = 1), over the step's updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distill_divergence: Option<f64>,
     /// Turns and tool use of the step's generated episodes (multi-turn runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episodes: Option<EpisodeMetrics>,
@@ -268,6 +276,9 @@ pub struct StepRecord<'a> {
     pub peaks: PhasePeaks,
     /// Group sizes come from `[rollout.budget]` (report them).
     pub adaptive_sizes: bool,
+    /// Sampled-token distillation: Σ (log π_old − log π_T) over the trained tokens and their
+    /// count.
+    pub distill_reverse_kl: Option<(f64, usize)>,
 }
 
 /// The metrics phase: every field of a step's [`StepMetrics`] from the outputs of the other
@@ -363,6 +374,8 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
             .then_some(rollout.group_size_range)
             .flatten()
             .map(|(lo, hi)| [lo, hi]),
+        distill_reverse_kl: r.distill_reverse_kl.map(|(s, n)| s / n.max(1) as f64),
+        distill_divergence: update.divergence.map(|(s, n)| s / n.max(1) as f64),
         episodes: EpisodeMetrics::from_stats(&rollout.episodes),
         eval: None,
     }

@@ -84,6 +84,23 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
         temperature: f32,
     ) -> Result<Vec<Vec<f32>>, TrainerError>;
 
+    /// The raw next-token logits at the same window positions, `[batch * width, vocab]` (row
+    /// `b * width + j` is column j of row b), differentiable: for a full-vocabulary loss. By
+    /// default an error: the policy exposes log-probs only.
+    fn window_logits(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+    ) -> Result<burn::Tensor<B, 2>, TrainerError> {
+        let _ = (ids, starts, width);
+        Err(TrainerError::Config {
+            field: "distill.form".into(),
+            message: "\"full\" needs a policy that gives its logits; this one gives log-probs only"
+                .into(),
+        })
+    }
+
     /// Writes the weights as the policy computes with them, for engines and users (for Qwen3:
     /// HF `config.json` + `model.safetensors`, LoRA adapters merged).
     fn save(&self, dir: &Path) -> Result<(), TrainerError>;
@@ -178,6 +195,22 @@ impl<B: AutodiffBackend> Policy<B> for CausalLm<B> {
             r.truncate(width);
         }
         Ok(rows)
+    }
+
+    fn window_logits(
+        &self,
+        ids: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+    ) -> Result<burn::Tensor<B, 2>, TrainerError> {
+        let (t, mask) = self.window_batch(ids, starts, width)?;
+        Ok(CausalLm::window_logits(
+            self,
+            t,
+            Some(&mask),
+            starts,
+            width,
+        )?)
     }
 
     fn save(&self, dir: &Path) -> Result<(), TrainerError> {

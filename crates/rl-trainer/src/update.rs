@@ -7,7 +7,7 @@ use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rl_loss::{
     Aggregation, GlobalCounts, IsCorrection, IsStats, LossConfig, LossInput, LossMetrics,
-    SequenceWeights, aggregate, compute_loss, sequence_weights,
+    SequenceWeights, aggregate, compute_loss, generalized_jsd, sequence_weights,
 };
 use rl_models::{EntropyMode, MemoryPlan};
 
@@ -33,6 +33,9 @@ pub struct TrainSeq<'a> {
     pub ref_logp: Option<&'a [f32]>,
     /// The sequence's advantage.
     pub advantage: f32,
+    /// One advantage per response token, replacing `advantage` where given (on-policy
+    /// distillation's per-token signal; `None`: `advantage` for every token).
+    pub token_advantages: Option<&'a [f32]>,
     /// False: masked out of the loss (overlong filtering).
     pub train: bool,
     /// Importance-sampling weight of each response token (`None` = 1).
@@ -118,7 +121,10 @@ fn align(seqs: &[TrainSeq<'_>]) -> Aligned {
             // old or reference log-probs and reads neither.
             old[k] = s.old_logp.get(j).copied().unwrap_or(0.0);
             reference[k] = s.ref_logp.and_then(|r| r.get(j).copied()).unwrap_or(0.0);
-            adv[k] = s.advantage;
+            adv[k] = s
+                .token_advantages
+                .and_then(|t| t.get(j).copied())
+                .unwrap_or(s.advantage);
         }
     }
     Aligned {
@@ -167,6 +173,15 @@ fn check_lengths(
             return bad(format!(
                 "{} importance weights for a {}-token response",
                 w.len(),
+                s.response.len()
+            ));
+        }
+        if let Some(t) = s.token_advantages
+            && t.len() != s.response.len()
+        {
+            return bad(format!(
+                "{} token advantages for a {}-token response",
+                t.len(),
                 s.response.len()
             ));
         }
@@ -225,6 +240,9 @@ pub struct UpdateOutcome<P> {
     /// With [`OldLogprobs::ThisForward`]: the importance-sampling statistics of the trained
     /// sequences (|log π_old − log π_rollout|, truncations), summed over the workers.
     pub is_stats: Option<IsStats>,
+    /// With full-vocabulary distillation: the divergence summed over the trained tokens and
+    /// their count, summed over the workers.
+    pub divergence: Option<(f64, usize)>,
 }
 
 /// The settings one optimizer update runs with.
@@ -358,6 +376,39 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
     device: &B::Device,
     parallel: &DataParallel<B::InnerBackend>,
 ) -> Result<UpdateOutcome<P>, TrainerError> {
+    policy_update_with_teacher(policy, optim, settings, seqs, device, parallel, None)
+}
+
+/// The full-vocabulary distillation term of an update ([`policy_update_with_teacher`]).
+#[derive(Clone, Copy)]
+pub struct FullDistill<'a, P> {
+    /// The frozen teacher.
+    pub teacher: &'a P,
+    /// c: the term's weight in the loss.
+    pub coef: f64,
+    /// β of the generalized JSD (1: reverse KL).
+    pub beta: f64,
+    /// Vocabulary columns per chunk of the divergence.
+    pub vocab_chunk: usize,
+}
+
+/// [`policy_update_sharded`] with, when `distill` is given, GKD's full-vocabulary term added to
+/// the policy loss: c · token-mean over the trained tokens (global count) of the generalized
+/// JSD between the student's and the teacher's next-token distributions at each response
+/// token, at the log-prob temperature ([`rl_loss::generalized_jsd`]). The term has its own
+/// forward pass over the micro-batch (the window rows' logits: `[rows × width, vocab]` for the
+/// student with gradient and for the teacher, whose parameters track none), whose gradient is
+/// accumulated with the policy loss's; it does not use the memory plan's chunked head or
+/// checkpointing.
+pub fn policy_update_with_teacher<B: AutodiffBackend, P: Policy<B>>(
+    policy: P,
+    optim: &mut AdamWOptimizer<B, P>,
+    settings: UpdateSettings<'_>,
+    seqs: &[TrainSeq<'_>],
+    device: &B::Device,
+    parallel: &DataParallel<B::InnerBackend>,
+    distill: Option<FullDistill<'_, P>>,
+) -> Result<UpdateOutcome<P>, TrainerError> {
     let UpdateSettings {
         lr,
         loss: loss_cfg,
@@ -388,6 +439,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
     let mut acc = GradientsAccumulator::<P>::new();
     let mut metrics = LossMetrics::default();
     let mut is_stats = IsStats::default();
+    let mut divergence = (0.0f64, 0usize);
     let entropy = if loss_cfg.entropy_coef != 0.0 {
         EntropyMode::Differentiable
     } else {
@@ -402,6 +454,7 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         let chunk = chunk.as_slice();
         let a = align(chunk);
         let shape = [chunk.len(), a.width];
+        let train_mask = distill.is_some().then(|| a.mask.clone());
         let pass =
             policy.train_logprobs(&a.ids, &a.starts, a.width, entropy, temperature, memory)?;
         let lp = pass.out.clone();
@@ -441,19 +494,49 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         let out = compute_loss(loss_cfg, input, global)?;
         metrics.merge(&out.metrics);
         pass.backward_into(out.loss, &policy, &mut acc);
+        if let (Some(d), Some(m)) = (&distill, train_mask) {
+            let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(m, shape), device);
+            let (term, sum) = distill_term(
+                &policy,
+                d,
+                &a.ids,
+                &a.starts,
+                a.width,
+                mask,
+                global,
+                temperature,
+            )?;
+            divergence.0 += sum;
+            divergence.1 += counts(chunk).tokens;
+            acc.accumulate(
+                &policy,
+                GradientsParams::from_grads(term.backward(), &policy),
+            );
+        }
     }
     let metrics = parallel.sum_loss_metrics(&metrics)?;
     let is_stats = match old_source {
         OldLogprobs::Given => None,
         OldLogprobs::ThisForward(_) => Some(parallel.sum_is_stats(&is_stats)?),
     };
-    if !metrics.loss.is_finite() {
+    let divergence = match distill {
+        Some(_) => {
+            let s = parallel.sum(
+                "summing the distillation divergence",
+                &[divergence.0, divergence.1 as f64],
+            )?;
+            Some((s[0], s[1] as usize))
+        }
+        None => None,
+    };
+    if !metrics.loss.is_finite() || divergence.is_some_and(|d| !d.0.is_finite()) {
         return Ok(UpdateOutcome {
             policy,
             metrics,
             grad_norm: f64::NAN,
             applied: false,
             is_stats,
+            divergence,
         });
     }
     let grads = parallel.all_reduce_grads(&policy, acc.grads())?;
@@ -464,7 +547,47 @@ pub fn policy_update_sharded<B: AutodiffBackend, P: Policy<B>>(
         grad_norm: step.grad_norm,
         applied: step.applied,
         is_stats,
+        divergence,
     })
+}
+
+/// The full-vocabulary distillation term of one micro-batch: c · token-mean (global count) of
+/// the generalized JSD at the trained tokens (`mask`), and the plain sum of the divergence over
+/// them (for the metrics).
+#[allow(clippy::too_many_arguments)]
+fn distill_term<B: AutodiffBackend, P: Policy<B>>(
+    policy: &P,
+    d: &FullDistill<'_, P>,
+    ids: &[Vec<u32>],
+    starts: &[usize],
+    width: usize,
+    mask: Tensor<B, 2, Bool>,
+    global: GlobalCounts,
+    temperature: f32,
+) -> Result<(Tensor<B, 1>, f64), TrainerError> {
+    let rows = ids.len();
+    let student = policy.window_logits(ids, starts, width)?;
+    // The teacher's parameters track no gradient (`load_teacher`), so its forward records no
+    // graph; it runs the student's operations in the same order, so equal weights give
+    // bit-equal logits (the inference model's forward rounds differently).
+    let teacher = d.teacher.window_logits(ids, starts, width)?.detach();
+    let jsd = generalized_jsd(
+        student,
+        teacher,
+        d.beta,
+        f64::from(temperature),
+        d.vocab_chunk,
+    )?
+    .reshape([rows, width]);
+    let sum = jsd
+        .clone()
+        .detach()
+        .mask_fill(mask.clone().bool_not(), 0.0)
+        .sum()
+        .into_scalar()
+        .elem::<f64>();
+    let term = aggregate(jsd, mask, Aggregation::TokenMean, global).mul_scalar(d.coef);
+    Ok((term, sum))
 }
 
 /// The importance weights of a micro-batch whose π_old is this update's forward (`old`, row
@@ -579,6 +702,7 @@ pub fn sft_update<B: AutodiffBackend, P: Policy<B>>(
             rollout_logp: &[],
             ref_logp: None,
             advantage: 0.0,
+            token_advantages: None,
             train: true,
             is_weights: None,
             keep: None,

@@ -75,6 +75,7 @@ fn train_seqs(b: &[Seq]) -> Vec<TrainSeq<'_>> {
             rollout_logp: &[],
             ref_logp: None,
             advantage: *a,
+            token_advantages: None,
             train: true,
             is_weights: None,
             keep: None,

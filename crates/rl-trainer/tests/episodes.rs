@@ -363,6 +363,7 @@ fn a_two_turn_episode_trains_on_exactly_its_sampled_tokens() {
             rollout_logp: &r.rollout_logp,
             ref_logp: None,
             advantage: a,
+            token_advantages: None,
             train: true,
             is_weights: None,
             keep: None,

@@ -8,7 +8,7 @@
 use burn::prelude::*;
 use rl_loss::{
     Aggregation, GlobalCounts, KlConfig, KlEstimator, LossConfig, LossError, LossInput, PolicyLoss,
-    compute_loss, kl_per_token, mask_from_lengths,
+    aggregate, compute_loss, generalized_jsd, kl_per_token, mask_from_lengths,
 };
 
 fn t2(v: &[f32], shape: [usize; 2]) -> Tensor<B, 2> {
@@ -749,4 +749,106 @@ fn cispo_matches_verl() {
             case.pg_clipfrac
         );
     }
+}
+
+#[derive(serde::Deserialize)]
+struct GkdFixture {
+    source: String,
+    cases: Vec<GkdCase>,
+}
+
+#[derive(serde::Deserialize)]
+struct GkdCase {
+    name: String,
+    beta: f64,
+    temperature: f64,
+    rows: usize,
+    vocab: usize,
+    student: Vec<f32>,
+    teacher: Vec<f32>,
+    mask: Vec<bool>,
+    loss: f32,
+    grad: Vec<f32>,
+}
+
+/// The generalized JSD, token-mean over the completion tokens, equals TRL's
+/// `generalized_jsd_loss` (fixtures: tools/trl/gen_gkd_fixtures.py) in value and in its gradient
+/// with respect to the student's logits, whatever the vocabulary chunk.
+#[test]
+fn generalized_jsd_matches_trl() {
+    let f: GkdFixture = serde_json::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/gkd_trl.json"
+    )))
+    .unwrap();
+    assert!(f.source.contains("TRL"), "{}", f.source);
+    assert_eq!(f.cases.len(), 7);
+    for case in &f.cases {
+        let (n, v) = (case.rows, case.vocab);
+        for chunk in [1, 7, v, 4 * v] {
+            let z = t2(&case.student, [n, v]).require_grad();
+            let jsd = generalized_jsd(
+                z.clone(),
+                t2(&case.teacher, [n, v]),
+                case.beta,
+                case.temperature,
+                chunk,
+            )
+            .unwrap();
+            let mask: Tensor<B, 2, Bool> =
+                Tensor::from_data(TensorData::new(case.mask.clone(), [1, n]), &dev());
+            let tokens = case.mask.iter().filter(|&&m| m).count();
+            let counts = GlobalCounts {
+                tokens,
+                sequences: 1,
+            };
+            let loss = aggregate(jsd.reshape([1, n]), mask, Aggregation::TokenMean, counts);
+            let l = scalar(loss.clone());
+            assert!(
+                close(l, case.loss, TOL.sum),
+                "{} (chunk {chunk}): loss {l} vs TRL {}",
+                case.name,
+                case.loss
+            );
+            let g = vec2(z.grad(&loss.backward()).unwrap());
+            for (k, (a, b)) in g.iter().zip(&case.grad).enumerate() {
+                assert!(
+                    (a - b).abs() <= TOL.sum,
+                    "{} (chunk {chunk}) [{}, {}]: grad {a} vs TRL {b}",
+                    case.name,
+                    k / v,
+                    k % v
+                );
+            }
+        }
+    }
+}
+
+/// Equal student and teacher logits: the divergence is 0 and so is its gradient, exactly (no
+/// rounding residue that Adam would turn into a step) for β ∈ {0, 1}, and below 1e-6 between.
+#[test]
+fn generalized_jsd_of_equal_logits_is_zero() {
+    let logits: Vec<f32> = (0..3 * 11).map(|i| ((i * 7919) % 23) as f32 * 0.37 - 4.0).collect();
+    for (beta, exact) in [(0.0, true), (1.0, true), (0.5, false), (0.2, false)] {
+        let z = t2(&logits, [3, 11]).require_grad();
+        let jsd = generalized_jsd(z.clone(), t2(&logits, [3, 11]), beta, 1.3, 4).unwrap();
+        let g = vec2(z.grad(&jsd.clone().sum().backward()).unwrap());
+        let worst = g.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let value = scalar(jsd.sum());
+        if exact {
+            assert_eq!((value, worst), (0.0, 0.0), "β = {beta}");
+        } else {
+            assert!(value.abs() < 1e-6 && worst < 1e-6, "β = {beta}: {value}, {worst}");
+        }
+    }
+}
+
+#[test]
+fn generalized_jsd_rejects_bad_settings() {
+    let a = || t2(&[0.0; 6], [2, 3]);
+    assert!(generalized_jsd(a(), t2(&[0.0; 4], [2, 2]), 1.0, 1.0, 2).is_err());
+    assert!(generalized_jsd(a(), a(), 1.5, 1.0, 2).is_err());
+    assert!(generalized_jsd(a(), a(), 0.5, 0.0, 2).is_err());
+    assert!(generalized_jsd(a(), a(), 0.5, f64::NAN, 2).is_err());
+    assert!(generalized_jsd(a(), a(), 0.5, 1.0, 0).is_err());
 }

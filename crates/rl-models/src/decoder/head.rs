@@ -187,6 +187,29 @@ impl<B: Backend> CausalLm<B> {
         Ok(zero_padding(lp, ent, b, width, mask, |row| starts[row]))
     }
 
+    /// The raw next-token logits (f32, no temperature) at the window positions of
+    /// [`Self::token_logprobs_from`]: `[batch * width, vocab]`, row `b * width + j` predicting
+    /// the token after position `starts[b] + j`. What a full-vocabulary loss (distillation)
+    /// reads; only the `batch × width` gathered rows go through the final norm and the LM head.
+    /// Rows past a sequence's end hold the logits of padding positions: mask them.
+    ///
+    /// Errors ([`ModelError::InvalidInput`]): as [`Self::token_logprobs_from`].
+    pub fn window_logits(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        mask: Option<&AttentionMask>,
+        starts: &[usize],
+        width: usize,
+    ) -> Result<Tensor<B, 2>, ModelError> {
+        let [b, l] = input_ids.dims();
+        let (rows, _) = window_index(b, l, starts, width)?;
+        let hidden = self.config.hidden_size;
+        let h = self.hidden_states(input_ids, mask, None)?;
+        let index = Tensor::<B, 1, Int>::from_data(TensorData::new(rows, [b * width]), &h.device());
+        let h = h.reshape([b * l, hidden]).select(0, index);
+        Ok(self.lm_head_2d(h))
+    }
+
     /// Host sequences right-padded (token 0, masked) into one `[batch, L]` batch for
     /// [`Self::token_logprobs_from`] with these `starts` and `width`: L is long enough for every
     /// row's tokens and every row's window (a row with a long prompt and a short response still

@@ -514,6 +514,54 @@ impl ProbeSection {
     }
 }
 
+/// How the teacher's signal enters the loss (`distill.form`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DistillForm {
+    /// The sampled-token reverse-KL estimate as a per-token advantage
+    /// ([`rl_advantage::distill::DistillSignal`]).
+    #[default]
+    Sampled,
+    /// GKD's generalized JSD over the full vocabulary, added to the loss
+    /// ([`rl_loss::generalized_jsd`]).
+    Full,
+}
+
+/// Registered `distill.form` names.
+pub const DISTILL_FORMS: [&str; 2] = ["sampled", "full"];
+
+/// On-policy distillation (docs/algorithms/distill.md): a frozen teacher scores the student's
+/// own responses. Off unless the section is present.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistillSection {
+    /// The teacher: an HF folder or a GGUF file with the policy's tokenizer.
+    pub teacher: PathBuf,
+    /// `sampled` (default) or `full`.
+    #[serde(default)]
+    pub form: DistillForm,
+    /// Weight c of the teacher's signal (> 0).
+    #[serde(default = "one")]
+    pub coef: f64,
+    /// Weight w of the verifier's outcome advantage (≥ 0; 0: distillation only).
+    #[serde(default)]
+    pub reward_weight: f64,
+    /// `full` only: β of the generalized JSD (1: reverse KL, 0: forward KL).
+    #[serde(default = "one")]
+    pub beta: f64,
+    /// `full` only: vocabulary columns per chunk of the divergence.
+    #[serde(default = "default_vocab_chunk")]
+    pub vocab_chunk: usize,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn default_vocab_chunk() -> usize {
+    8192
+}
+
 /// Everything a training run needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -558,6 +606,9 @@ pub struct TrainConfig {
     /// The theorem probe (off unless `probe.steps` is set).
     #[serde(default, skip_serializing_if = "ProbeSection::is_off")]
     pub probe: ProbeSection,
+    /// On-policy distillation from a teacher (off unless present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distill: Option<DistillSection>,
 }
 
 impl Default for TrainConfig {
@@ -627,6 +678,7 @@ impl Default for TrainConfig {
                 max_prompts: 0,
             },
             probe: ProbeSection::default(),
+            distill: None,
         };
         c.apply_preset("da3po").expect("registered preset");
         c

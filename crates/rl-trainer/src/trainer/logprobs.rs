@@ -1,5 +1,6 @@
 //! The behaviour phase: π_old (the policy before this step's updates) and, with KL, reference
-//! log-probs of every response token, fixed at the start of the step, and the
+//! log-probs (with sampled-token distillation, the teacher's too) of every response token,
+//! fixed at the start of the step, and the
 //! importance-sampling correction of the engine/trainer gap against the engine's log-probs
 //! (`rl-loss`'s [`IsCorrection`]).
 
@@ -22,6 +23,9 @@ pub struct BehaviourLogprobs {
     pub old: Vec<Vec<f32>>,
     /// π_ref, one vector per rollout (KL only).
     pub reference: Option<Vec<Vec<f32>>>,
+    /// The distillation teacher's, one vector per rollout (`[distill]` with `form =
+    /// "sampled"` only).
+    pub teacher: Option<Vec<Vec<f32>>>,
 }
 
 /// The importance-sampling correction of a step's rollouts (see [`rl_loss::IsCorrection`]).
@@ -70,11 +74,16 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             self.logprob_temperature(),
         )?;
         let reference = self.reference_logprobs(items)?;
-        Ok(BehaviourLogprobs { old, reference })
+        let teacher = self.teacher_logprobs(items)?;
+        Ok(BehaviourLogprobs {
+            old,
+            reference,
+            teacher,
+        })
     }
 
     /// `optim.micro_batch` and `optim.micro_batch_tokens`.
-    fn micro_batching(&self) -> (usize, usize) {
+    pub(super) fn micro_batching(&self) -> (usize, usize) {
         (
             self.config.optim.micro_batch,
             self.config.optim.micro_batch_tokens,
@@ -125,9 +134,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 
     /// Whether the step's update takes π_old from its own forward pass: one epoch of one
     /// mini-batch (one optimizer update per batch, so π_old is exactly the policy being
-    /// updated) and an importance-sampling correction that masks nothing.
+    /// updated) and an importance-sampling correction that masks nothing; not with sampled-token
+    /// distillation, whose advantages need π_old before the update.
     pub fn old_from_update(&self) -> bool {
-        self.config.optim.epochs == 1
+        !self.distills_sampled()
+            && self.config.optim.epochs == 1
             && self.config.optim.mini_batches == 1
             && OldLogprobs::this_forward_allows(&self.is_correction)
     }
@@ -153,7 +164,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         groups: &[RolloutGroup<ScoredResponse>],
     ) -> Result<Behaviour, TrainerError> {
         let (mine, at, i) = self.owned_items(groups);
-        let BehaviourLogprobs { old, reference } = self.behaviour_logprobs(&mine)?;
+        let BehaviourLogprobs {
+            old,
+            reference,
+            teacher,
+        } = self.behaviour_logprobs(&mine)?;
         let local = self.importance_weights(&mine, &old)?;
         let is = ImportanceWeights {
             active: local.active,
@@ -165,6 +180,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             logprobs: BehaviourLogprobs {
                 old: scatter(&at, i, old),
                 reference: reference.map(|r| scatter(&at, i, r)),
+                teacher: teacher.map(|t| scatter(&at, i, t)),
             },
             is,
             old_from_update: false,
@@ -182,6 +198,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             logprobs: BehaviourLogprobs {
                 old: vec![Vec::new(); n],
                 reference,
+                teacher: None,
             },
             is: ImportanceWeights {
                 active: self.is_correction.reweights(),
@@ -217,7 +234,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 /// Detached log-probs of each rollout's response tokens under `policy`, one vector of
 /// `response.len()` values per rollout, in micro-batches ([`micro_batch_plan`]) of at most
 /// `micro` sequences and `micro_tokens` padded tokens (0: no token budget).
-fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
+pub(super) fn response_logprobs<B: AutodiffBackend, P: Policy<B>>(
     policy: &P,
     items: &[&ScoredResponse],
     (micro, micro_tokens): (usize, usize),

@@ -4,7 +4,8 @@
 //! |---|---|---|
 //! | generate, score, filter | `rounds.rs` | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
 //! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
-//! | old/reference log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
+//! | old/reference/teacher log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
+//! | distillation (`[distill]`) | `distill.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
 //! | update | `update.rs` | batch + advantages + behaviour + mini-batches ([`Trainer::minibatches`]) → [`UpdateStats`] |
 //! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
 //! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
@@ -23,6 +24,7 @@
 //! as a [`RunEvent`], and the command line renders them.
 
 mod checkpoint;
+mod distill;
 mod eval;
 mod logprobs;
 mod probe;
@@ -47,6 +49,7 @@ use serde::{Deserialize, Serialize};
 use checkpoint::SavedRound;
 pub(crate) use checkpoint::atomic_dir;
 pub use checkpoint::{config_diff, latest_checkpoint};
+pub use distill::TokenAdvantages;
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
 pub use rounds::{
@@ -152,6 +155,7 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     config: TrainConfig,
     policy: Option<P>,
     reference: Option<P>,
+    teacher: Option<P>,
     optim: AdamWOptimizer<B, P>,
     prompts: Prompts,
     verifier: Box<dyn Verifier>,
@@ -277,6 +281,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             .allowed_vocab_size
             .unwrap_or_else(|| prompts.tokenizer.num_defined_ids())
             .min(policy.vocab_size());
+        let teacher = distill::load_teacher::<B, P>(
+            &config,
+            &prompts.tokenizer,
+            policy.vocab_size(),
+            &device,
+        )?;
         let sampler =
             crate::data::PromptSampler::restore(prompts.train.len(), config.seed, state.sampler);
         let engine = build_engine(
@@ -309,6 +319,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             config,
             policy: Some(policy),
             reference,
+            teacher,
             optim,
             prompts,
             verifier,
@@ -558,6 +569,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         } else {
             Behaviour::default()
         };
+        let tokens = if learn {
+            self.token_advantages(&batch.groups, &adv.advantages, &behaviour)?
+        } else {
+            None
+        };
         let time_logprobs = t1.elapsed().as_secs_f64();
         let peak_logprobs = peak.peak_mb();
 
@@ -568,6 +584,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             let train = TrainBatch {
                 groups: &batch.groups,
                 advantages: &adv.advantages,
+                token_advantages: tokens.as_ref().map(|t| t.per_response.as_slice()),
                 behaviour: &behaviour,
                 minibatches: &minibatches,
             };
@@ -606,6 +623,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 train_mb: peak_train,
             },
             adaptive_sizes: self.config.rollout.budget.is_some(),
+            distill_reverse_kl: tokens.and_then(|t| t.reverse_kl),
         }))
     }
 

@@ -11,9 +11,12 @@ use rl_sampler::RolloutGroup;
 use super::{Behaviour, Trainer};
 use crate::TrainerError;
 use crate::config::OptimSection;
+use crate::config::{DistillForm, TrainConfig};
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
-use crate::update::{OldLogprobs, TrainSeq, UpdateSettings, policy_update_sharded};
+use crate::update::{
+    FullDistill, OldLogprobs, TrainSeq, UpdateSettings, policy_update_with_teacher,
+};
 
 /// What the update phase trains on: the kept groups, one advantage per response (in group
 /// order), the behaviour phase's log-probs and importance weights, and the mini-batches
@@ -24,6 +27,9 @@ pub struct TrainBatch<'a> {
     pub groups: &'a [RolloutGroup<ScoredResponse>],
     /// One advantage per response, in group order.
     pub advantages: &'a [f64],
+    /// With `[distill]`: one advantage per response token, replacing `advantages`
+    /// ([`super::Trainer::token_advantages`]).
+    pub token_advantages: Option<&'a [Vec<f32>]>,
     /// π_old, π_ref and the importance-sampling correction, one entry per response.
     pub behaviour: &'a Behaviour,
     /// The optimizer updates in order, each the indices of its groups in `groups`.
@@ -69,6 +75,9 @@ pub struct UpdateStats {
     /// The importance-sampling statistics when π_old came from the update's forward
     /// ([`Behaviour::old_from_update`]), summed over the workers.
     pub is_stats: Option<IsStats>,
+    /// With full-vocabulary distillation: the divergence summed over the trained tokens of the
+    /// applied and skipped updates, and their count.
+    pub divergence: Option<(f64, usize)>,
 }
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
@@ -92,6 +101,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let TrainBatch {
             groups,
             advantages,
+            token_advantages,
             behaviour,
             minibatches,
         } = *batch;
@@ -138,6 +148,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                         rollout_logp: &r.rollout_logp,
                         ref_logp: reference.map(|v| v[i].as_slice()),
                         advantage: advantages[i] as f32,
+                        token_advantages: token_advantages.map(|t| t[i].as_slice()),
                         train: r.train,
                         is_weights: weighted.then(|| is.weights[i].as_slice()),
                         keep: weighted.then(|| is.keep[i].as_slice()),
@@ -147,14 +158,20 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 }
             }
             let policy = self.policy.take().expect("policy present");
-            let out = policy_update_sharded(
+            let out = policy_update_with_teacher(
                 policy,
                 &mut self.optim,
                 settings,
                 &seqs,
                 &self.device,
                 &self.parallel,
+                full_distill(&self.config, self.teacher.as_ref()),
             )?;
+            if let Some((sum, n)) = out.divergence {
+                let d = stats.divergence.get_or_insert((0.0, 0));
+                d.0 += sum;
+                d.1 += n;
+            }
             self.policy = Some(out.policy);
             if let Some(st) = &out.is_stats {
                 stats
@@ -189,4 +206,15 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             as usize;
         Ok(stats)
     }
+}
+
+/// The full-vocabulary distillation term of `[distill]` with `form = "full"` and its teacher.
+fn full_distill<'a, P>(config: &TrainConfig, teacher: Option<&'a P>) -> Option<FullDistill<'a, P>> {
+    let d = config.distill.as_ref()?;
+    (d.form == DistillForm::Full).then_some(FullDistill {
+        teacher: teacher?,
+        coef: d.coef,
+        beta: d.beta,
+        vocab_chunk: d.vocab_chunk,
+    })
 }

@@ -147,6 +147,7 @@ pub fn hand_step<P: rl_trainer::Policy<B>>(
     let train = rl_trainer::trainer::TrainBatch {
         groups: &batch.groups,
         advantages: &adv.advantages,
+        token_advantages: None,
         behaviour: &behaviour,
         minibatches: &minibatches,
     };
