@@ -261,6 +261,33 @@ fn workers_with_asynchronous_rollouts_are_refused() {
     );
 }
 
+/// A config with prompt files but no model is an error naming `model.path` (exit code 2, before
+/// anything trains), not the embedded run silently ignoring the files.
+#[test]
+fn prompt_files_without_a_model_are_refused() {
+    let tmpdir = tmp("no-model");
+    let dir = tmpdir.path();
+    let cfg = dir.join("run.toml");
+    let text = format!(
+        "steps = 1\nout_dir = {:?}\n\n[data]\ntrain = \"prompts.jsonl\"\n",
+        dir.join("run").display().to_string()
+    );
+    std::fs::write(&cfg, text).unwrap();
+    let out = rlvr()
+        .args(["train", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("model.path") && err.contains("data.train") && err.contains("prompts.jsonl"),
+        "{err}"
+    );
+    assert!(!dir.join("run").exists(), "nothing was trained");
+}
+
 /// A config of the tiny run with one generation chunk per prompt (`rollout.generation_batch`
 /// = G): each prompt's samples then depend only on its seed and the weights, so N workers
 /// generate exactly the rollouts 1 worker generates.

@@ -95,6 +95,7 @@ struct Job {
 impl BackendJob for Job {
     type Output = Result<(), TrainerError>;
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output {
+        check_source(&self.config)?;
         let one = |worker: Option<WorkerConfig>, device: B::Device| match self
             .config
             .model
@@ -214,6 +215,7 @@ pub fn train_from_config<B: AutodiffBackend>(
     resume: bool,
     device: B::Device,
 ) -> Result<(), TrainerError> {
+    check_source(&config)?;
     match config.model.path.clone() {
         None => run_embedded::<B>(
             &ArithmeticDemo::default(),
@@ -224,6 +226,31 @@ pub fn train_from_config<B: AutodiffBackend>(
             None,
         ),
         Some(dir) => run_checkpoint::<B>(config, dir, resume, device, None),
+    }
+}
+
+/// A config trains a checkpoint when it names `model.path`, and the embedded arithmetic run
+/// when it names no model and no data: prompt files without a model are an error (the embedded
+/// run would silently train on its own prompts instead).
+fn check_source(config: &TrainConfig) -> Result<(), TrainerError> {
+    if config.model.path.is_some() {
+        return Ok(());
+    }
+    let given = [
+        ("data.train", &config.data.train),
+        ("data.eval", &config.data.eval),
+    ];
+    match given.iter().find_map(|(f, p)| p.as_ref().map(|p| (f, p))) {
+        Some((field, path)) => Err(TrainerError::Config {
+            field: "model.path".into(),
+            message: format!(
+                "missing, but {field} = {:?} is set: prompt files need a model to train (an HF \
+                 folder or a GGUF file in model.path); the embedded arithmetic run (no model.path) \
+                 trains on its own prompts, so remove data.train and data.eval to run it",
+                path.display().to_string()
+            ),
+        }),
+        None => Ok(()),
     }
 }
 
