@@ -40,9 +40,13 @@ fn build(args: &AdvantagesArgs) -> Result<EstimatorConfig, rl_advantage::Advanta
         cfg = cfg.with_std(StdMode::from_name(s)?)?;
     }
     if args.lambda.is_some() || args.tau.is_some() {
+        // The option not given keeps the estimator's value, or DAA's default for a layer.
         let (l, t) = match cfg {
             EstimatorConfig::Da3po { lambda, tau, .. } => (lambda, tau),
-            _ => (f64::NAN, f64::NAN),
+            _ => {
+                let d = rl_advantage::DaaConfig::default();
+                (d.lambda, d.tau)
+            }
         };
         cfg = cfg.with_daa(args.lambda.unwrap_or(l), args.tau.unwrap_or(t))?;
     }
@@ -268,6 +272,15 @@ mod tests {
         a.tau = Some(0.0);
         let (_, _, err) = run_str(a, "");
         assert!(err.contains("`tau`"), "{err}");
+        // A DAA layer takes one option alone; the other keeps DAA's default (τ = 0.5).
+        let mut a = args("reinforce_plus_plus");
+        a.lambda = Some(3.0);
+        let cfg = build(&a).unwrap();
+        let d = match cfg {
+            EstimatorConfig::ReinforcePlusPlus { daa: Some(d), .. } => d,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!((d.lambda, d.tau), (3.0, 0.5));
         let mut a = args("da3po");
         a.negative_advantage = Some("yes".into());
         let (code, _, err) = run_str(a, "");
