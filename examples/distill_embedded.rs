@@ -73,6 +73,7 @@ fn run(args: Args) -> Result<(), TrainerError> {
     println!("teacher's held-out avg@k: {target:.3} (the target)");
 
     let mut rows = Vec::new();
+    let mut curves = Vec::new();
     let mut panel = Panel::new(
         "held-out avg@k vs generated responses",
         "generated responses",
@@ -99,6 +100,8 @@ fn run(args: Args) -> Result<(), TrainerError> {
             d.teacher = model_dir.clone();
         }
         let distill = train(&data, &warm, dcfg, &format!("distillation, seed {seed}"))?;
+        curves.push(curve(&rl));
+        curves.push(curve(&distill));
         rows.push((
             seed,
             reached(&rl, target),
@@ -122,8 +125,15 @@ fn run(args: Args) -> Result<(), TrainerError> {
             show(*d)
         );
     }
+    let points: Vec<(f64, f64)> = panel_points(&curves);
+    let x_max = points.iter().map(|p| p.0).fold(0.0, f64::max);
+    let lo = points.iter().map(|p| p.1).fold(target, f64::min);
+    let hi = points.iter().map(|p| p.1).fold(target, f64::max);
+    let panel = panel
+        .with_series(Series::new("teacher", vec![(0.0, target), (x_max, target)]))
+        .with_y_range((lo - 0.02).max(0.0), (hi + 0.02).min(1.0));
     let png = args.out.join("curves.png");
-    save_png(&png, &[panel.with_y_range(0.0, 1.0)], 1).map_err(|e| TrainerError::Config {
+    save_png(&png, &[panel], 1).map_err(|e| TrainerError::Config {
         field: "plot".into(),
         message: e.to_string(),
     })?;
@@ -227,6 +237,10 @@ fn curve(m: &[StepMetrics]) -> Vec<(f64, f64)> {
                 .map(|e| (s.rollouts_total as f64, e.overall.avg_at_k))
         })
         .collect()
+}
+
+fn panel_points(curves: &[Vec<(f64, f64)>]) -> Vec<(f64, f64)> {
+    curves.iter().flatten().copied().collect()
 }
 
 /// The generated responses at the first evaluation that reaches `target`.
