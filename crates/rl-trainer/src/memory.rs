@@ -38,6 +38,29 @@ impl PhasePeak {
     }
 }
 
+/// What a phase cost: its wall-clock seconds and the process's peak resident memory while it
+/// ran ([`PhasePeak`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PhaseCost {
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// Peak resident memory in MiB (`None` where the OS does not report it).
+    pub peak_mb: Option<f64>,
+}
+
+/// Runs `phase` and returns its result with what it cost: the one way a step times and
+/// measures its phases.
+pub fn measured<T>(phase: impl FnOnce() -> T) -> (T, PhaseCost) {
+    let peak = PhasePeak::start();
+    let t = std::time::Instant::now();
+    let out = phase();
+    let cost = PhaseCost {
+        seconds: t.elapsed().as_secs_f64(),
+        peak_mb: peak.peak_mb(),
+    };
+    (out, cost)
+}
+
 /// `VmHWM` of `/proc/self/status` in bytes.
 pub fn peak_rss_bytes() -> Option<u64> {
     status_field("VmHWM:")

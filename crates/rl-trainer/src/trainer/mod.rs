@@ -62,7 +62,7 @@ use crate::config::TrainConfig;
 use crate::data::{Dataset, SamplerState};
 use crate::engine::{EngineHandle, LocalEngine, Pending, build_engine};
 use crate::episodes::Episodes;
-use crate::memory::PhasePeak;
+use crate::memory::measured;
 use crate::metrics::{
     MetricsWriter, PhasePeaks, PhaseTimes, StepMetrics, StepRecord, step_metrics,
 };
@@ -538,16 +538,15 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         Ok(trained)
     }
 
-    /// One training step: the phases of the module documentation, in order.
+    /// One training step: the phases of the module documentation, in order, each timed and
+    /// measured by [`measured`].
     pub fn step(&mut self) -> Result<StepMetrics, TrainerError> {
         let t0 = Instant::now();
         let step = self.state.step + 1;
         let lr = lr_at(&self.config.optim, self.state.step);
 
-        let peak = PhasePeak::start();
-        let batch = self.collect_batch()?; // generate → score → filter
-        let time_rollout = t0.elapsed().as_secs_f64();
-        let peak_rollout = peak.peak_mb();
+        let (batch, rollout) = measured(|| self.collect_batch()); // generate → score → filter
+        let batch = batch?;
         // `on_exhausted = "train_on_kept"` with no group kept: nothing to learn from, so no
         // advantages, log-probs or update; the step still counts and is logged.
         let learn = !batch.groups.is_empty();
@@ -562,24 +561,20 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         };
         self.prefetch()?; // k ≥ 1: the next step's first round generates during this update
 
-        let t1 = Instant::now();
-        let peak = PhasePeak::start();
-        let behaviour = if learn {
-            self.behaviour(&batch.groups)?
-        } else {
-            Behaviour::default()
-        };
-        let tokens = if learn {
-            self.token_advantages(&batch.groups, &adv.advantages, &behaviour)?
-        } else {
-            None
-        };
-        let time_logprobs = t1.elapsed().as_secs_f64();
-        let peak_logprobs = peak.peak_mb();
+        let (behaviour, logprobs) = measured(|| -> Result<_, TrainerError> {
+            if !learn {
+                return Ok((Behaviour::default(), None));
+            }
+            let behaviour = self.behaviour(&batch.groups)?;
+            let tokens = self.token_advantages(&batch.groups, &adv.advantages, &behaviour)?;
+            Ok((behaviour, tokens))
+        });
+        let (behaviour, tokens) = behaviour?;
 
-        let t2 = Instant::now();
-        let peak = PhasePeak::start();
-        let update = if learn {
+        let (update, train) = measured(|| {
+            if !learn {
+                return Ok(UpdateStats::default());
+            }
             let minibatches = self.minibatches(batch.groups.len());
             let train = TrainBatch {
                 groups: &batch.groups,
@@ -588,16 +583,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 behaviour: &behaviour,
                 minibatches: &minibatches,
             };
-            self.update(step, lr, &train)?
-        } else {
-            UpdateStats::default()
-        };
-        let time_train = t2.elapsed().as_secs_f64();
-        let peak_train = peak.peak_mb();
+            self.update(step, lr, &train)
+        });
+        let update = update?;
 
-        let t3 = Instant::now();
-        let version = self.finish_step()?;
-        let time_sync = t3.elapsed().as_secs_f64();
+        let (version, sync) = measured(|| self.finish_step());
+        let version = version?;
 
         self.state.rollouts += batch.stats.responses_charged();
         Ok(step_metrics(&StepRecord {
@@ -611,16 +602,16 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             is: update.is_stats.as_ref().unwrap_or(&behaviour.is.stats),
             update: &update,
             times: PhaseTimes {
-                rollout_s: time_rollout,
-                logprobs_s: time_logprobs,
-                train_s: time_train,
-                sync_s: time_sync,
+                rollout_s: rollout.seconds,
+                logprobs_s: logprobs.seconds,
+                train_s: train.seconds,
+                sync_s: sync.seconds,
                 step_s: t0.elapsed().as_secs_f64(),
             },
             peaks: PhasePeaks {
-                rollout_mb: peak_rollout,
-                logprobs_mb: peak_logprobs,
-                train_mb: peak_train,
+                rollout_mb: rollout.peak_mb,
+                logprobs_mb: logprobs.peak_mb,
+                train_mb: train.peak_mb,
             },
             adaptive_sizes: self.config.rollout.budget.is_some(),
             distill_reverse_kl: tokens.and_then(|t| t.reverse_kl),
