@@ -5,6 +5,8 @@
 //! - parity: a tiny random Qwen3 with the real Qwen3 tokenizer, exported to GGUF f32: greedy
 //!   continuations of 5 prompts are identical token for token between rl-models and
 //!   llama-server, and the per-token log-probs agree within 1e-3;
+//! - the real Llama-family model, SmolLM2-135M-Instruct from its GGUF, exported to GGUF f32:
+//!   greedy continuations of 5 prompts identical, log-probs within 1e-3;
 //! - training through the engine: 3 GRPO steps of the embedded task with llama-server
 //!   generating, a weight sync (GGUF re-export + restart) after every step; the engine's version
 //!   advances, and after the last sync its log-probs match the trainer's weights;
@@ -195,6 +197,82 @@ fn greedy_continuations_and_log_probs_match_llama_server() {
         }
     }
     eprintln!("largest |log-prob difference| rl-models vs llama-server: {worst:.2e}");
+    assert!(worst < 1e-3, "{worst}");
+}
+
+/// SmolLM2-135M-Instruct's GGUF (`RLVR_SMOLLM2_GGUF`, else where scripts/fetch-smollm2.sh puts
+/// it).
+fn smollm2_gguf() -> Option<PathBuf> {
+    let path = std::env::var_os("RLVR_SMOLLM2_GGUF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default())
+                .join(".cache/rlvr-smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+        });
+    required(path, "run `bash scripts/fetch-smollm2.sh`")
+}
+
+/// The real Llama-family model: SmolLM2-135M-Instruct read from its Q4_1 GGUF (dequantized),
+/// written as an HF folder and exported to an f32 GGUF for llama-server. Greedy continuations
+/// of 5 prompts (ChatML and plain) are identical token for token, and the per-token log-probs
+/// agree within 1e-3.
+#[test]
+fn smollm2_greedy_continuations_match_llama_server() {
+    let (Some(bin), Some(src)) = (llama_server(), smollm2_gguf()) else {
+        return;
+    };
+    let tok = Tokenizer::for_model(&src, None).unwrap();
+    let model = CausalLm::<B>::load(&src, &Default::default()).unwrap();
+    let dir = tmp("smollm2");
+    let gguf = export(&model, &tok, &dir);
+    let server = start_server(&bin, &gguf, &dir);
+    let stop = rl_trainer::end_token_ids(&tok);
+    let chat = |q: &str| {
+        format!(
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
+             Face<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
+        )
+    };
+    let prompts = [
+        chat("What is 37 + 96? Give only the number."),
+        chat("Name the capital of France."),
+        chat("Write a haiku about the sea."),
+        "The quick brown fox".to_string(),
+        "def fibonacci(n):".to_string(),
+    ];
+    let requests: Vec<GenerateRequest> = prompts
+        .iter()
+        .map(|p| greedy(tok.encode(p).unwrap(), &stop, 12))
+        .collect();
+    let mut local = LocalEngine::new(model.valid(), 0, 0, None);
+    let ours = local.generate(&requests).unwrap();
+    let vocab = model.config().vocab_size;
+    let mut engine =
+        LlamaCppEngine::new(&server.url(), RetryPolicy::default(), 0, vocab, 2, None).unwrap();
+    let theirs = engine.generate(&requests).unwrap();
+    let mut worst = 0.0f32;
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        let (a, b) = (&a[0], &b[0]);
+        assert_eq!(
+            a.tokens,
+            b.tokens,
+            "prompt {i}: rl-models {:?} vs llama-server {:?}",
+            tok.decode(&a.tokens, false),
+            tok.decode(&b.tokens, false)
+        );
+        for (x, y) in a.logprobs.iter().zip(&b.logprobs) {
+            worst = worst.max((x - y).abs());
+        }
+    }
+    let generated: usize = ours.iter().map(|o| o[0].tokens.len()).sum();
+    eprintln!(
+        "SmolLM2: {generated} greedy tokens equal; largest |log-prob difference| rl-models vs \
+         llama-server: {worst:.2e}"
+    );
+    assert!(
+        generated >= 20,
+        "only {generated} tokens generated: not a comparison"
+    );
     assert!(worst < 1e-3, "{worst}");
 }
 
