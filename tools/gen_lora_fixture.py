@@ -16,7 +16,9 @@ Writes `crates/rl-models/tests/fixtures/lora_peft/`:
     `lora_A` / `lora_B` tensor (the base is frozen by PEFT: no base gradients exist).
 
 Run from the repository root with torch, transformers 5.x and peft installed:
-    python3 tools/gen_lora_fixture.py
+    python3 tools/gen_lora_fixture.py                   # Qwen3: tests/fixtures/lora_peft/
+    python3 tools/gen_lora_fixture.py --family llama    # Llama (GQA, head_dim 12 x 4 heads
+                                                        # != hidden 32): lora_peft_llama/
 (CPU, float32, eager attention, 1 thread, fixed seeds.)
 
     python3 tools/gen_lora_fixture.py --check DIR
@@ -34,10 +36,17 @@ import shutil
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import Qwen3Config, Qwen3ForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "crates", "rl-models", "tests", "fixtures", "lora_peft")
+FIXTURES = os.path.join(ROOT, "crates", "rl-models", "tests", "fixtures")
+# family -> (config class, model class, output folder, config fields beside the common ones)
+FAMILIES = {
+    "qwen3": (Qwen3Config, Qwen3ForCausalLM, "lora_peft", dict(head_dim=8)),
+    # GQA with head_dim x heads (48) != hidden (32), rope theta 1e5 as SmolLM2.
+    "llama": (LlamaConfig, LlamaForCausalLM, "lora_peft_llama",
+              dict(head_dim=12, attention_bias=False, mlp_bias=False)),
+}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 torch.set_num_threads(1)
@@ -59,20 +68,22 @@ def logprob_loss(logits, ids, mask):
     return (lp * valid).sum()
 
 
-def generate():
+def generate(family):
     from peft import LoraConfig, get_peft_model
 
+    config_cls, model_cls, folder, extra = FAMILIES[family]
+    OUT = os.path.join(FIXTURES, folder)
     if os.path.exists(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT)
     torch.manual_seed(3)
-    cfg = Qwen3Config(
+    cfg = config_cls(
         vocab_size=96, hidden_size=32, intermediate_size=80, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=64,
-        rope_theta=10000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
-        attn_implementation="eager", initializer_range=0.2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rope_theta=10000.0 if family == "qwen3" else 100000.0, rms_norm_eps=1e-6,
+        tie_word_embeddings=False, attn_implementation="eager", initializer_range=0.2, **extra,
     )
-    base = Qwen3ForCausalLM(cfg).to(torch.float32)
+    base = model_cls(cfg).to(torch.float32)
     base.save_pretrained(os.path.join(OUT, "base"), safe_serialization=True)
     torch.manual_seed(4)
     model = get_peft_model(base, LoraConfig(
@@ -104,10 +115,12 @@ def generate():
     print(f"wrote {OUT}: {len(saved)} adapter tensors, {n_grads} gradients, loss {loss.item():.6f}")
 
 
-def check(adapter_dir):
+def check(adapter_dir, family):
     from peft import PeftModel
 
-    base = Qwen3ForCausalLM.from_pretrained(os.path.join(OUT, "base"), torch_dtype=torch.float32,
+    _, model_cls, folder, _ = FAMILIES[family]
+    OUT = os.path.join(FIXTURES, folder)
+    base = model_cls.from_pretrained(os.path.join(OUT, "base"), torch_dtype=torch.float32,
                                             attn_implementation="eager")
     model = PeftModel.from_pretrained(base, adapter_dir)
     model.eval()
@@ -123,8 +136,9 @@ def check(adapter_dir):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", metavar="DIR")
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="qwen3")
     a = ap.parse_args()
     if a.check:
-        check(a.check)
+        check(a.check, a.family)
     else:
-        generate()
+        generate(a.family)

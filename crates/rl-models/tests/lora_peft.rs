@@ -17,11 +17,19 @@ use serde_json::Value;
 type B = Flex;
 type AD = Autodiff<Flex>;
 
+/// The Qwen3 fixture (every test) and the Llama one (logits, merge and gradients).
+const FIXTURES: [&str; 2] = ["lora_peft", "lora_peft_llama"];
+
 fn fixture() -> PathBuf {
+    fixture_named(FIXTURES[0])
+}
+
+fn fixture_named(name: &str) -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-        .join("tests/fixtures/lora_peft")
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// A fresh scratch folder, removed when dropped.
@@ -36,7 +44,10 @@ struct Reference(Vec<u8>);
 
 impl Reference {
     fn load() -> Self {
-        Self(std::fs::read(fixture().join("reference.safetensors")).expect("fixture"))
+        Self::load_from(&fixture())
+    }
+    fn load_from(dir: &Path) -> Self {
+        Self(std::fs::read(dir.join("reference.safetensors")).expect("fixture"))
     }
     fn f32(&self, name: &str) -> (Vec<usize>, Vec<f32>) {
         let st = SafeTensors::deserialize(&self.0).unwrap();
@@ -75,10 +86,10 @@ fn batch<Bk: Backend>(r: &Reference) -> (Tensor<Bk, 2, Int>, AttentionMask) {
     (t, AttentionMask::new(2, 11, mask).unwrap())
 }
 
-fn peft_model<Bk: Backend>() -> CausalLm<Bk> {
-    CausalLm::<Bk>::load(fixture().join("base"), &Default::default())
+fn peft_model<Bk: Backend>(dir: &Path) -> CausalLm<Bk> {
+    CausalLm::<Bk>::load(dir.join("base"), &Default::default())
         .unwrap()
-        .load_adapter(fixture().join("adapter"))
+        .load_adapter(dir.join("adapter"))
         .unwrap()
 }
 
@@ -100,8 +111,14 @@ fn logit_gap(ours: &[f32], theirs: &[f32], mask: &AttentionMask, vocab: usize) -
 
 #[test]
 fn peft_adapters_compute_peft_logits_and_merge_to_the_same_function() {
-    let r = Reference::load();
-    let model = peft_model::<B>();
+    for name in FIXTURES {
+        peft_logits_and_merge(&fixture_named(name));
+    }
+}
+
+fn peft_logits_and_merge(dir: &Path) {
+    let r = Reference::load_from(dir);
+    let model = peft_model::<B>(dir);
     assert_eq!(model.lora_config().map(|c| (c.r, c.alpha)), Some((4, 8.0)));
     let vocab = model.config().vocab_size;
     let (ids, mask) = batch::<B>(&r);
@@ -110,7 +127,7 @@ fn peft_adapters_compute_peft_logits_and_merge_to_the_same_function() {
     let d = logit_gap(&logits, &want, &mask, vocab);
     assert!(d < 1e-4, "LoRA logits vs PEFT: max |Δ| = {d}");
     // The adapter matters: the base alone is far from PEFT's logits.
-    let base = CausalLm::<B>::load(fixture().join("base"), &Default::default()).unwrap();
+    let base = CausalLm::<B>::load(dir.join("base"), &Default::default()).unwrap();
     let plain = to_vec(base.forward(ids.clone(), Some(&mask), None).unwrap());
     assert!(logit_gap(&plain, &want, &mask, vocab) > 0.1);
     // merge_and_unload(): ours merged, and ours saved as an HF checkpoint and reloaded plain.
@@ -135,8 +152,14 @@ fn peft_adapters_compute_peft_logits_and_merge_to_the_same_function() {
 
 #[test]
 fn adapter_gradients_match_peft_and_the_base_is_frozen() {
-    let r = Reference::load();
-    let model = peft_model::<AD>();
+    for name in FIXTURES {
+        adapter_gradients(&fixture_named(name));
+    }
+}
+
+fn adapter_gradients(dir: &Path) {
+    let r = Reference::load_from(dir);
+    let model = peft_model::<AD>(dir);
     let (ids, mask) = batch::<AD>(&r);
     let out = model
         .token_logprobs(ids, Some(&mask), EntropyMode::None)
@@ -217,7 +240,7 @@ fn file_tensors(path: &Path) -> Vec<(String, Dtype, Vec<usize>, Vec<u8>)> {
 
 #[test]
 fn saved_adapters_are_peft_files() {
-    let model = peft_model::<B>();
+    let model = peft_model::<B>(&fixture());
     let tmpdir = scratch("saved");
     let dir = tmpdir.path();
     model.save_adapter(dir, Some("base")).unwrap();
