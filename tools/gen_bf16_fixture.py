@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bf16 reference for `crates/rl-models` (`model.dtype = "bf16"`), computed by HF transformers.
 
-Loads a fixture checkpoint written by tools/gen_qwen3_fixtures.py (default `tied_bf16`, whose
-weights are exactly representable in bf16, so HF's bf16 model and rlvr's f32 masters cast to bf16
+Loads a fixture checkpoint written by tools/gen_qwen3_fixtures.py or tools/gen_llama_fixtures.py
+(default `tied_bf16`; `llama_untied_rope3` for the Llama family), whose weights are exactly
+representable in bf16, so HF's bf16 model and rlvr's f32 masters cast to bf16
 hold the same numbers) with `dtype=torch.bfloat16` and eager attention, and writes
 `<fixture>/bf16_reference.safetensors`, for the same sequences as `reference.safetensors`:
 
@@ -23,7 +24,7 @@ import sys
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import Qwen3ForCausalLM
+from transformers import AutoModelForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "crates", "rl-models", "tests", "fixtures")
@@ -43,7 +44,7 @@ def token_stats(logits, ids):
 def build(name):
     d = os.path.join(FIXTURES, name)
     f32_ref = load_file(os.path.join(d, "reference.safetensors"))
-    model = Qwen3ForCausalLM.from_pretrained(d, dtype=torch.bfloat16, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=torch.bfloat16, attn_implementation="eager")
     model.eval()
     ref = {}
     i = 0
