@@ -34,7 +34,16 @@ impl<B: Backend> Linear<B> {
         let dtype = x.dtype();
         let w = self.weight.val().cast(dtype);
         let y = match &self.bias {
-            Some(b) => matmul_hf(x.clone(), w) + b.val().cast(dtype).unsqueeze::<2>(),
+            // PyTorch's addmm adds the bias before its one rounding to the output dtype: under
+            // bf16 compute the product is taken in f32 (exact for bf16 inputs, f32
+            // accumulation), the bias added, and the sum rounded once. A no-op cast in f32.
+            Some(b) if dtype != DType::F32 => {
+                let f32 = FloatDType::F32;
+                (matmul_hf(x.clone().cast(f32), w.cast(f32))
+                    + b.val().cast(dtype).cast(f32).unsqueeze::<2>())
+                .cast(dtype)
+            }
+            Some(b) => matmul_hf(x.clone(), w) + b.val().unsqueeze::<2>(),
             None => matmul_hf(x.clone(), w),
         };
         match &self.lora {
