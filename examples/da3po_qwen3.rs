@@ -24,9 +24,9 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
-use rlvr::cli::train;
 use rlvr::demo::ArithmeticDemo;
-use rlvr::trainer::{TrainConfig, TrainerError};
+use rlvr::report::train_and_report;
+use rlvr::trainer::{Run, TrainConfig, TrainerError};
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -104,14 +104,10 @@ fn embedded<B: AutodiffBackend>(args: &Args, device: B::Device) -> Result<(), Tr
         config = TrainConfig::from_toml_file(path, &config)?;
     }
     let t0 = Instant::now();
-    train::run_embedded::<B>(
-        &demo,
-        config,
-        args.resume,
-        args.init.as_deref(),
-        device,
-        None,
-    )?;
+    let run = Run::embedded(demo, config)?
+        .resume(args.resume)
+        .init(args.init.clone());
+    train_and_report::<B>(run, device)?;
     println!("total {:.0}s", t0.elapsed().as_secs_f64());
     Ok(())
 }
@@ -135,7 +131,7 @@ fn real<B: AutodiffBackend>(
         Some(p) => TrainConfig::from_toml_file(p, &base)?,
         None => base,
     };
-    train::train_from_config::<B>(config, args.resume, device)
+    train_and_report::<B>(Run::checkpoint(config)?.resume(args.resume), device)
 }
 
 #[global_allocator]

@@ -19,10 +19,10 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
-use rlvr::cli::train::run_checkpoint;
+use rlvr::report::train_and_report;
 use rlvr::smollm2::{SmolLm2Job, fetch_model, peak_rss_mib};
-use rlvr::trainer::TrainerError;
 use rlvr::trainer::tasks::ChatArithmetic;
+use rlvr::trainer::{Run, TrainerError};
 
 #[derive(Parser, Debug, Clone)]
 #[command(about = "DA3PO on SmolLM2-135M-Instruct over graded chat arithmetic, on the CPU")]
@@ -98,7 +98,7 @@ impl BackendJob for Job {
             config.steps,
             files.train.parent().unwrap_or(&job.out).display()
         );
-        run_checkpoint::<B>(config, job.model.clone(), args.resume, device, None)?;
+        train_and_report::<B>(Run::checkpoint(config)?.resume(args.resume), device)?;
         println!(
             "wall time {:.0} s, peak RSS {}",
             t0.elapsed().as_secs_f64(),

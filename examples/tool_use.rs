@@ -24,8 +24,8 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
-use rlvr::cli::progress::Progress;
 use rlvr::models::CausalLm;
+use rlvr::progress::Progress;
 use rlvr::trainer::benchmark::read_samples;
 use rlvr::trainer::tasks::ToolUseDemo;
 use rlvr::trainer::{TrainConfig, Trainer, TrainerError};
@@ -131,7 +131,7 @@ fn range((lo, hi): (i64, i64)) -> String {
 /// Held-out accuracy by tier before → after and the learning curve (as `rlvr train` reports
 /// them), then the tool-call rate and one episode's transcript.
 fn report(config: &TrainConfig) -> Result<(), TrainerError> {
-    let metrics = rlvr::cli::train::report(config)?;
+    let metrics = rlvr::report::report(config)?;
     let evals: Vec<_> = metrics
         .iter()
         .filter_map(|m| m.eval.as_ref().map(|e| (m.step, e)))

@@ -405,7 +405,7 @@ pub fn run_all<B: AutodiffBackend>(
                 Some(data.eval.clone()),
                 device.clone(),
             )?;
-            let mut progress = crate::cli::progress::Progress::new(true);
+            let mut progress = crate::progress::Progress::new(true);
             t.run(|e| progress.on_event(e))?;
             std::fs::write(&marker, resolved).map_err(|e| TrainerError::io(&marker, e))?;
         }

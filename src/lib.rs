@@ -1,9 +1,10 @@
 //! # rlvr — reinforcement learning with verifiable rewards on burn
 //!
 //! The umbrella package: a facade that re-exports the workspace crates and selects the backend
-//! once ([`backend`]); with its default feature `cli`, also the `rlvr` command line (`cli`) and
-//! the experiments it runs — `compare`, `study`, `mixing`, their statistics (`stats`), plots
-//! (`plot`) and reports (`report`). A library user who wants the facade only depends on it with
+//! once ([`backend`]); with its default feature `cli`, also what shows a run (`progress`, and
+//! `report::train_and_report`, which trains an [`rl_trainer::Run`] with progress and reports
+//! it), the `rlvr` command line (`cli`) and the experiments it runs — `compare`, `study`,
+//! `mixing`, their statistics (`stats`) and plots (`plot`). A library user who wants the facade only depends on it with
 //! `default-features = false, features = ["cpu"]` and compiles neither clap nor plotters.
 //!
 //! | crate | what it does | burn? |
@@ -35,6 +36,8 @@ pub use rl_trainer::tasks::demo;
 pub mod mixing;
 #[cfg(feature = "cli")]
 pub mod plot;
+#[cfg(feature = "cli")]
+pub mod progress;
 #[cfg(feature = "cli")]
 pub mod report;
 #[cfg(feature = "cli")]

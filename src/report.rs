@@ -1,9 +1,12 @@
-//! Learning-curve plots of a training run's metrics.
+//! What a training run shows: progress while it trains, then held-out accuracy by tier before →
+//! after ([`report`]) and the learning-curve plot of its metrics ([`plot_run`]);
+//! [`train_and_report`] does all three, for `rlvr train` and the examples.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rl_trainer::StepMetrics;
+use burn::tensor::backend::AutodiffBackend;
+use rl_trainer::{EvalReport, Run, StepMetrics, TrainConfig, TrainerError, read_metrics};
 
 use crate::plot::{Panel, PlotError, Series, save_png};
 
@@ -97,4 +100,85 @@ pub fn plot_run(metrics: &[StepMetrics], title: &str, path: &Path) -> Result<(),
     }
     let cols = panels.len().min(2);
     save_png(path, &panels, cols)
+}
+
+fn print_eval(label: &str, e: &EvalReport) {
+    println!(
+        "{label:<24} overall avg@{k} {:.3} pass@{k} {:.3}",
+        e.overall.avg_at_k,
+        e.overall.pass_at_k,
+        k = e.overall.k
+    );
+    for (t, v) in &e.tiers {
+        println!(
+            "{:<24}   {t:<7} avg@{k} {:.3} pass@{k} {:.3}",
+            "",
+            v.avg_at_k,
+            v.pass_at_k,
+            k = v.k
+        );
+    }
+}
+
+/// Summarises a finished run from its metrics file and draws `learning_curve.png`.
+/// After a run: the held-out avg@k by tier at the first and last evaluation, the learning curve
+/// (`out_dir/learning_curve.png`) and the run folder; returns the run's metrics.
+pub fn report(config: &TrainConfig) -> Result<Vec<StepMetrics>, TrainerError> {
+    let out = &config.out_dir;
+    let metrics = read_metrics(&out.join("metrics.jsonl"))?;
+    let evals: Vec<_> = metrics
+        .iter()
+        .filter_map(|m| m.eval.as_ref().map(|e| (m.step, e)))
+        .collect();
+    if let (Some((s0, first)), Some((s1, last))) = (evals.first(), evals.last()) {
+        print_eval(&format!("held-out, step {s0}:"), first);
+        print_eval(&format!("held-out, step {s1}:"), last);
+        println!(
+            "held-out avg@k, step {s0} -> step {s1} (± half-width of the 95 % interval, 1.96 standard errors over prompts):"
+        );
+        let line = |name: &str, a: &rl_trainer::TierEval, b: &rl_trainer::TierEval| {
+            println!(
+                "{name:<8} avg@{}: {:.3} ± {:.3} -> {:.3} ± {:.3} ({:+.3})",
+                b.k,
+                a.avg_at_k,
+                1.96 * a.avg_std_error,
+                b.avg_at_k,
+                1.96 * b.avg_std_error,
+                b.avg_at_k - a.avg_at_k
+            )
+        };
+        for (tier, a) in &first.tiers {
+            if let Some(b) = last.tiers.get(tier) {
+                line(tier, a, b);
+            }
+        }
+        if first.tiers.len() > 1 {
+            line("overall", &first.overall, &last.overall);
+        }
+    }
+    let png = out.join("learning_curve.png");
+    plot_run(&metrics, &config.algorithm, &png).map_err(|e| TrainerError::Metrics {
+        path: png.display().to_string(),
+        message: format!("drawing the learning curve: {e}"),
+    })?;
+    println!(
+        "run folder: {} (config.toml, metrics.jsonl, checkpoints/, learning_curve.png)",
+        out.display()
+    );
+    Ok(metrics)
+}
+
+/// Trains `run` with progress on the terminal, then (leading process) the report of
+/// [`report`]: held-out accuracy before → after and the learning curve.
+pub fn train_and_report<B: AutodiffBackend>(
+    run: Run,
+    device: B::Device,
+) -> Result<(), TrainerError> {
+    let (config, leads) = (run.config.clone(), run.leads());
+    let mut progress = crate::progress::Progress::new(leads);
+    run.execute::<B>(device, |e| progress.on_event(e))?;
+    if leads {
+        report(&config)?;
+    }
+    Ok(())
 }

@@ -4,7 +4,8 @@
 //! Phases, each a function: [`fetch_model`] (the model file, through
 //! `scripts/fetch-smollm2.sh`), [`SmolLm2Job::write_data`] (the disjoint training and held-out
 //! prompt files), [`SmolLm2Job::config`] (the algorithm's preset, `configs/da3po_smollm2.toml`,
-//! the user's overrides), then `rlvr train`'s [`run_checkpoint`](crate::cli::train::run_checkpoint).
+//! the user's overrides), then [`Run::checkpoint`](rl_trainer::Run::checkpoint), trained and reported by
+//! [`train_and_report`](crate::report::train_and_report) as `rlvr train` does.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 
 use burn::backend::{Autodiff, Flex};
-use rlvr::cli::train::run_checkpoint;
+use rlvr::report::train_and_report;
 use rlvr::smollm2::{SmolLm2Job, fetch_model};
 use rlvr::trainer::tasks::ChatArithmetic;
-use rlvr::trainer::{TrainConfig, read_metrics};
+use rlvr::trainer::{Run, TrainConfig, read_metrics};
 
 const TINY: &str = r#"
 steps = 2
@@ -53,7 +53,7 @@ fn a_tiny_run_leaves_a_well_formed_run_folder() {
     assert_eq!((config.steps, config.rollout.group_size), (2, 2));
     assert!(config.data.chat_template);
 
-    run_checkpoint::<Autodiff<Flex>>(config, job.model.clone(), false, Default::default(), None)
+    train_and_report::<Autodiff<Flex>>(Run::checkpoint(config).unwrap(), Default::default())
         .unwrap();
 
     let out = &job.out;

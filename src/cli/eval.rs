@@ -575,14 +575,10 @@ mod tests {
         .unwrap();
         let config =
             TrainConfig::from_toml_file(&dir.join("train.toml"), &TrainConfig::default()).unwrap();
-        crate::cli::train::run_checkpoint::<burn::backend::Autodiff<Flex>>(
-            config,
-            args.model.clone(),
-            false,
-            Default::default(),
-            None,
-        )
-        .unwrap();
+        rl_trainer::Run::checkpoint(config)
+            .unwrap()
+            .execute::<burn::backend::Autodiff<Flex>>(Default::default(), |_| {})
+            .unwrap();
         args.tokenizer = Some(args.model.join("tokenizer.json"));
         args.model = run.join("checkpoints/step-000001/model");
         args.config = Some(run.join("config.toml"));

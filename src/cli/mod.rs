@@ -15,7 +15,6 @@ pub mod export_hf;
 pub mod generate;
 pub mod mix;
 pub mod orchestrator;
-pub mod progress;
 pub mod score;
 pub mod study;
 pub mod theory;

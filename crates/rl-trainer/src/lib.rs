@@ -30,6 +30,10 @@
 //! burn-collective's workers ([`distributed`]) come with the default cargo feature
 //! `distributed`. The library prints nothing: [`Trainer::run`] reports [`RunEvent`]s.
 //!
+//! [`Run`] is the entry point from a config: it loads the checkpoint of `model.path` (or the
+//! embedded arithmetic task, asked for by name), builds the trainer new or resumed, joins the
+//! workers and trains; `rlvr train` and the examples call it.
+//!
 //! Algorithms are presets ([`TrainConfig::apply_preset`]) over one configuration, overridable
 //! field by field in TOML.
 
@@ -48,6 +52,7 @@ pub mod optim;
 pub mod parallel;
 pub mod policy;
 pub mod probe;
+pub mod run;
 pub mod scoring;
 pub mod sft;
 pub mod tasks;
@@ -61,6 +66,7 @@ pub use eval::{EvalReport, TierEval};
 pub use metrics::{StepMetrics, read_metrics};
 pub use parallel::{Collective, DataParallel, SingleProcess};
 pub use policy::Policy;
+pub use run::{Run, Source};
 pub use sft::{SftConfig, SftExample, supervised_warm_start};
 pub use trainer::{
     ImportanceWeights, RunEvent, SubmittedRound, Trainer, TrainerState, config_diff, end_token_ids,

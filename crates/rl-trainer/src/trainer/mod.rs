@@ -139,6 +139,9 @@ pub enum RunEvent<'a> {
     },
     /// The run is done.
     Finished,
+    /// A line about the run's setup or phases, for people (the resolved config, the
+    /// warm-start's progress); [`crate::Run`] sends these, [`Trainer::run`] does not.
+    Note(&'a str),
 }
 
 /// The models and state a trainer starts from: a new run's, or a checkpoint's.

@@ -1,7 +1,7 @@
-//! How the command line shows a training run: the trainer reports [`RunEvent`]s and this renders
-//! them on stderr — a progress bar on a terminal, else a line every 5 % of the steps, and one
-//! line per evaluation. `RLVR_QUIET` (set, any value) silences the lines; workers other than
-//! rank 0 show nothing.
+//! How `rlvr train` and the examples show a training run: [`rl_trainer::Run`] reports
+//! [`RunEvent`]s and this renders them — setup notes on stdout; on stderr a progress bar on a
+//! terminal, else a line every 5 % of the steps, and one line per evaluation. `RLVR_QUIET` (set,
+//! any value) silences the step and evaluation lines; workers other than rank 0 show nothing.
 
 use std::io::IsTerminal;
 
@@ -99,6 +99,7 @@ impl Progress {
                 }
             }
             RunEvent::Finished => self.bar.finish_and_clear(),
+            RunEvent::Note(text) if self.leader => self.bar.suspend(|| println!("{text}")),
             _ => {}
         }
     }
