@@ -25,7 +25,7 @@ pub use rl_advantage::theory::unfiltered_advantage;
 use rl_advantage::theory::{correct_survival, group_survival, wrong_survival};
 use rl_advantage::{GroupId, Sample, compute_batch};
 use rl_trainer::config::ProbeSection;
-use rl_trainer::probe::{ProbeRecord, read_probe};
+use rl_trainer::probe_records::{ProbeRecord, read_probe};
 use rl_trainer::{EvalReport, StepMetrics, TrainConfig, TrainerError, read_metrics};
 use serde::Deserialize;
 

@@ -1,6 +1,6 @@
 //! The study's pieces (`rlvr::study`, `rlvr::compare::Variant`) against hand derivations.
 
-use rl_trainer::probe::ProbeRecord;
+use rl_trainer::probe_records::ProbeRecord;
 use rlvr::compare::Variant;
 use rlvr::stats::Paired;
 use rlvr::study::{
@@ -196,14 +196,14 @@ fn bad_probe_records_are_errors_naming_the_record() {
         let path = dir.join("probe.jsonl");
         let text = format!("{good}\n{}\n", serde_json::to_string(&bad).unwrap());
         std::fs::write(&path, text).unwrap();
-        let e = rl_trainer::probe::read_probe(&path)
+        let e = rl_trainer::probe_records::read_probe(&path)
             .unwrap_err()
             .to_string();
         assert!(e.contains("record 2") && e.contains(why), "{e}");
     }
     let path = dir.join("probe.jsonl");
     std::fs::write(&path, format!("{good}\nnot json\n")).unwrap();
-    let e = rl_trainer::probe::read_probe(&path)
+    let e = rl_trainer::probe_records::read_probe(&path)
         .unwrap_err()
         .to_string();
     assert!(e.contains("line 2"), "{e}");

@@ -23,7 +23,7 @@ use rl_trainer::benchmark::{
 };
 use rl_trainer::config::{AnswerFormat, DataSection};
 use rl_trainer::data::{Dataset, PromptRenderer};
-use rl_trainer::episodes::Episodes;
+use rl_trainer::multi_turn::Episodes;
 use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
 use rl_verifier::Bootstrap;
 

@@ -1,6 +1,6 @@
 //! One DA3PO update at a real model shape, for its peak memory and time (docs/performance.md,
 //! "Memory at real size"): the π_old forward of every sequence, then the policy update
-//! (`rl_trainer::update::policy_update`: π_θ forward + backward per micro-batch, AdamW step),
+//! (`rl_trainer::policy_update::policy_update`: π_θ forward + backward per micro-batch, AdamW step),
 //! with the memory plan and micro-batching given on the command line.
 //!
 //! ```text
@@ -41,7 +41,7 @@ use rl_trainer::TrainConfig;
 use rl_trainer::memory::PhasePeak;
 use rl_trainer::optim::AdamWOptimizer;
 use rl_trainer::policy::Policy;
-use rl_trainer::update::{OldLogprobs, TrainSeq, UpdateSettings, policy_update};
+use rl_trainer::policy_update::{OldLogprobs, TrainSeq, UpdateSettings, policy_update};
 
 #[global_allocator]
 static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;

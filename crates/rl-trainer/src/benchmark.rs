@@ -23,7 +23,7 @@ use rl_env::{EpisodeStart, Task};
 
 use crate::TrainerError;
 use crate::data::{Prompt, PromptRenderer};
-use crate::episodes::{ChatCodec, Episodes};
+use crate::multi_turn::{ChatCodec, Episodes};
 use crate::scoring::strip_end_tokens;
 
 /// One verified sample (a line of the samples file).

@@ -13,7 +13,7 @@ use rl_rollout::staleness;
 use rl_sampler::RolloutGroup;
 
 use crate::TrainerError;
-use crate::eval::EvalReport;
+use crate::eval_report::EvalReport;
 use crate::scoring::ScoredResponse;
 use crate::trainer::{GenerationStats, UpdateStats};
 

@@ -10,7 +10,7 @@ use crate::TrainerError;
 use crate::config::OptimSection;
 use crate::optim::{AdamWOptimizer, lr_at};
 use crate::policy::Policy;
-use crate::update::sft_update;
+use crate::policy_update::sft_update;
 
 /// Settings of the warm-start: how many updates of how many pairs, and the optimizer in the
 /// RL run's own `[optim]` vocabulary (`[sft.optim]` in TOML). The warm-start reads `lr`,

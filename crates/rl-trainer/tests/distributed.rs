@@ -21,8 +21,8 @@ use rl_loss::{Aggregation, LossConfig};
 use rl_models::{CausalLm, Checkpointing, MemoryPlan, Tokenizer};
 use rl_trainer::distributed::{Worker, WorkerConfig};
 use rl_trainer::optim::AdamWOptimizer;
+use rl_trainer::policy_update::{TrainSeq, UpdateSettings, policy_update, policy_update_sharded};
 use rl_trainer::tasks::ArithmeticTask;
-use rl_trainer::update::{TrainSeq, UpdateSettings, policy_update, policy_update_sharded};
 use rl_trainer::{DataParallel, Policy, TrainConfig, Trainer};
 
 /// burn's collective server is one per process and backend: the tests here take turns.
@@ -116,7 +116,7 @@ fn settings_with(
         micro_batch_tokens: tokens,
         memory,
         temperature: 1.0,
-        old: rl_trainer::update::OldLogprobs::Given,
+        old: rl_trainer::policy_update::OldLogprobs::Given,
     }
 }
 
@@ -447,7 +447,7 @@ fn token_budget_micro_batches_train_as_one_micro_batch() {
     let (model, tok) = task_model(11, None);
     let b = batch(&model, &tok);
     let lengths: Vec<usize> = b.iter().map(|s| s.0.len() + s.1.len()).collect();
-    let parts = rl_trainer::update::micro_batch_plan(&lengths, 8, 40);
+    let parts = rl_trainer::policy_update::micro_batch_plan(&lengths, 8, 40);
     assert!(parts.len() >= 3, "{lengths:?} → {parts:?}");
     for aggregation in [Aggregation::TokenMean, Aggregation::SeqMeanTokenMean] {
         let whole = run_micro(model.clone(), &b, aggregation, None, (8, 0));

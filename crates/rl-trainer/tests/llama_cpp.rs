@@ -630,7 +630,7 @@ fn evaluation_goes_through_llama_server_and_matches_in_process_when_greedy() {
 fn a_two_turn_episode_through_llama_server_is_scored_as_sampled() {
     use rl_env::{Message, Trajectory, TurnCodec};
     use rl_trainer::data::PromptRenderer;
-    use rl_trainer::episodes::ChatCodec;
+    use rl_trainer::multi_turn::ChatCodec;
     use rl_trainer::tasks::ToolUseDemo;
     use rl_trainer::tasks::tool_use::prompt;
 

@@ -899,7 +899,7 @@ fn the_theorem_probe_records_every_group_and_leaves_training_unchanged() {
     }
     assert_eq!(lines[0], lines[1], "the probe changed training");
     assert!(!plain.join("probe.jsonl").exists());
-    let records = rl_trainer::probe::read_probe(&probed.join("probe.jsonl")).unwrap();
+    let records = rl_trainer::probe_records::read_probe(&probed.join("probe.jsonl")).unwrap();
     let metrics = read_metrics(&probed.join("metrics.jsonl")).unwrap();
     for step in [1usize, 3] {
         let seen = metrics.iter().find(|m| m.step == step).unwrap().groups_seen;

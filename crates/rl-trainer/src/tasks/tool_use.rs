@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::{ArithmeticTask, Tier};
 use crate::config::{OptimSection, PromptTemplate};
 use crate::data::{Dataset, Prompt, PromptRenderer, PromptText};
-use crate::episodes::ChatCodec;
+use crate::multi_turn::ChatCodec;
 use crate::{SftConfig, SftExample, TrainConfig, TrainerError};
 
 /// Added tokens of the tool-use tokenizer: Qwen3's turn and end tokens and its tool-call and

@@ -5,7 +5,7 @@
 //!   ([`crate::trainer::BehaviourLogprobs::teacher`]) beside π_old; [`Trainer::token_advantages`]
 //!   turns them into A_t = w·Â + c·(log π_T − log π_old) ([`rl_advantage::distill::DistillSignal`]).
 //! - `full`: the token advantages are w·Â, and the update adds c · GKD's generalized JSD over
-//!   the vocabulary ([`crate::update::policy_update_with_teacher`]).
+//!   the vocabulary ([`crate::policy_update::policy_update_with_teacher`]).
 
 use std::path::Path;
 

@@ -7,7 +7,7 @@ use burn::tensor::backend::AutodiffBackend;
 use super::Trainer;
 use crate::TrainerError;
 use crate::benchmark::{self, BenchmarkSettings, SampleRecord, Scoring};
-use crate::eval::EvalReport;
+use crate::eval_report::EvalReport;
 use crate::policy::Policy;
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {

@@ -12,8 +12,8 @@ use super::Trainer;
 use crate::TrainerError;
 use crate::parallel::scatter;
 use crate::policy::Policy;
+use crate::policy_update::{OldLogprobs, importance_of, micro_batch_plan};
 use crate::scoring::ScoredResponse;
-use crate::update::{OldLogprobs, importance_of, micro_batch_plan};
 
 /// Per-token log-probs of every rollout's response under the policy before the step's updates
 /// (π_old) and, with KL, under the reference policy.
@@ -49,7 +49,7 @@ pub struct ImportanceWeights {
 /// ([`Trainer::old_from_update`]), π_old is the policy that update starts from: the phase
 /// computes only π_ref, leaves `logprobs.old` and the weights empty, and the update takes π_old,
 /// the weights and their statistics from its own forward pass
-/// ([`crate::update::OldLogprobs::ThisForward`]), which saves one forward pass over the batch.
+/// ([`crate::policy_update::OldLogprobs::ThisForward`]), which saves one forward pass over the batch.
 #[derive(Clone, Debug, Default)]
 pub struct Behaviour {
     /// π_old and π_ref.

@@ -61,11 +61,11 @@ use crate::TrainerError;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, SamplerState};
 use crate::engine::{EngineHandle, LocalEngine, Pending, build_engine};
-use crate::episodes::Episodes;
 use crate::memory::measured;
 use crate::metrics::{
     MetricsWriter, PhasePeaks, PhaseTimes, StepMetrics, StepRecord, step_metrics,
 };
+use crate::multi_turn::Episodes;
 use crate::optim::{AdamWOptimizer, lr_at};
 use crate::parallel::{Collective, DataParallel};
 use crate::policy::Policy;

@@ -9,7 +9,7 @@ use rl_sampler::RolloutGroup;
 use super::Trainer;
 use crate::TrainerError;
 use crate::policy::Policy;
-use crate::probe::ProbeRecord;
+use crate::probe_records::ProbeRecord;
 use crate::scoring::{ScoredResponse, strip_end_tokens};
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {

@@ -8,7 +8,7 @@ use rl_models::Tokenizer;
 use crate::TrainerError;
 use crate::config::TrainConfig;
 use crate::data::{Dataset, PromptRenderer};
-use crate::episodes::ChatCodec;
+use crate::multi_turn::ChatCodec;
 use crate::scoring::RoundPrompt;
 
 use super::end_token_ids;

@@ -167,7 +167,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// [`rl_sampler::RoundSizing`] says for the groups still needed), draws one seed per chunk of
     /// `rollout.generation_batch` sequences and hands this worker's requests to the engine.
     /// With `[rollout.env]` it draws one seed per episode and runs this worker's episodes to
-    /// their end here, one engine call per turn ([`crate::episodes::Episodes::run`]).
+    /// their end here, one engine call per turn ([`crate::multi_turn::Episodes::run`]).
     pub fn submit_round(&mut self) -> Result<SubmittedRound, TrainerError> {
         let r = &self.config.rollout;
         let needed = self

@@ -1,5 +1,5 @@
 //! The update phase: μ epochs × `optim.mini_batches` optimizer updates over mini-batches of
-//! whole groups ([`plan_minibatches`]), each one [`crate::update::policy_update_sharded`] over
+//! whole groups ([`plan_minibatches`]), each one [`crate::policy_update::policy_update_sharded`] over
 //! this worker's groups.
 
 use burn::tensor::backend::AutodiffBackend;
@@ -13,10 +13,10 @@ use crate::TrainerError;
 use crate::config::OptimSection;
 use crate::config::{DistillForm, TrainConfig};
 use crate::policy::Policy;
-use crate::scoring::ScoredResponse;
-use crate::update::{
+use crate::policy_update::{
     FullDistill, OldLogprobs, TrainSeq, UpdateSettings, policy_update_with_teacher,
 };
+use crate::scoring::ScoredResponse;
 
 /// What the update phase trains on: the kept groups, one advantage per response (in group
 /// order), the behaviour phase's log-probs and importance weights, and the mini-batches

@@ -147,15 +147,15 @@ fn response_logprob_sum(model: &CausalLm<B>, prompt: &[u32], response: &[u32]) -
 }
 
 /// lr 1e-4, micro-batches of 4, T = 1.
-fn settings(c: &TrainConfig) -> rl_trainer::update::UpdateSettings<'_> {
-    rl_trainer::update::UpdateSettings {
+fn settings(c: &TrainConfig) -> rl_trainer::policy_update::UpdateSettings<'_> {
+    rl_trainer::policy_update::UpdateSettings {
         lr: 1e-4,
         loss: &c.loss,
         micro_batch: 4,
         micro_batch_tokens: 0,
         memory: Default::default(),
         temperature: 1.0,
-        old: rl_trainer::update::OldLogprobs::Given,
+        old: rl_trainer::policy_update::OldLogprobs::Given,
     }
 }
 
@@ -166,7 +166,7 @@ fn settings(c: &TrainConfig) -> rl_trainer::update::UpdateSettings<'_> {
 #[test]
 fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
     use rl_trainer::optim::AdamWOptimizer;
-    use rl_trainer::update::{TrainSeq, policy_update};
+    use rl_trainer::policy_update::{TrainSeq, policy_update};
     let (model, tok) = tiny_policy(3);
     let prompt = tok.encode("47+8=").unwrap();
     let response = tok.encode("Answer: 55").unwrap();
@@ -217,7 +217,7 @@ fn one_update_moves_the_response_log_prob_with_the_advantage_sign() {
 fn old_log_probs_of_the_wrong_length_are_an_error() {
     use rl_trainer::TrainerError;
     use rl_trainer::optim::AdamWOptimizer;
-    use rl_trainer::update::{TrainSeq, policy_update};
+    use rl_trainer::policy_update::{TrainSeq, policy_update};
     let (model, tok) = tiny_policy(3);
     let prompt = tok.encode("1+2=").unwrap();
     let response = tok.encode("Answer: 3").unwrap();

@@ -20,12 +20,12 @@ use rl_rollout::{
 };
 use rl_sampler::RolloutGroup;
 use rl_trainer::data::{Dataset, PromptRenderer};
-use rl_trainer::episodes::ChatCodec;
+use rl_trainer::multi_turn::ChatCodec;
 use rl_trainer::optim::{AdamWOptimizer, clip_grad_norm};
+use rl_trainer::policy_update::{OldLogprobs, TrainSeq, UpdateSettings, counts, policy_update};
 use rl_trainer::scoring::{RoundPrompt, Scorer};
 use rl_trainer::tasks::ToolUseDemo;
 use rl_trainer::tasks::tool_use::prompt;
-use rl_trainer::update::{OldLogprobs, TrainSeq, UpdateSettings, counts, policy_update};
 use rl_trainer::{Policy, TrainConfig, Trainer};
 
 mod common;

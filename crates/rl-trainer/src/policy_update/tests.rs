@@ -1,0 +1,113 @@
+use super::{micro_batch_plan, micro_batches};
+
+/// By hand: lengths 3, 5, 2, 8, 1 with a budget of 10 padded tokens. [3, 5] pads to 2 × 5 =
+/// 10 (fits); adding 2 would make 3 × 5 = 15. [2, 8] would be 16, so 2 is alone; [8, 1] would
+/// be 16, so 8 is alone, and 1 closes the list. Without a budget, 2 sequences at most:
+/// [3, 5], [2, 8], [1]. A sequence longer than the budget is a micro-batch of its own.
+#[test]
+fn micro_batches_by_hand() {
+    let l = [3, 5, 2, 8, 1];
+    assert_eq!(micro_batches(&l, 10, 10), vec![0..2, 2..3, 3..4, 4..5]);
+    assert_eq!(micro_batches(&l, 2, 0), vec![0..2, 2..4, 4..5]);
+    assert_eq!(micro_batches(&l, 8, 0), vec![0..5]);
+    assert_eq!(micro_batches(&[20, 1, 1], 8, 10), vec![0..1, 1..3]);
+    assert!(micro_batches(&[], 4, 10).is_empty());
+}
+
+/// By hand: lengths 7, 2, 9, 2, 3 with 3 sequences at most and a budget of 9 padded tokens.
+/// Shortest first (stable): indices 1, 3, 4, 0, 2 of lengths 2, 2, 3, 7, 9; [2, 2, 3] pads
+/// to 3 × 3 = 9 (fits, and is 3 sequences); [7] alone, since [7, 9] would be 18; [9] alone.
+/// Without a budget the order is kept: [7, 2, 9], [2, 3].
+#[test]
+fn micro_batch_plan_by_hand() {
+    let l = [7, 2, 9, 2, 3];
+    assert_eq!(
+        micro_batch_plan(&l, 3, 9),
+        vec![vec![1, 3, 4], vec![0], vec![2]]
+    );
+    assert_eq!(micro_batch_plan(&l, 3, 0), vec![vec![0, 1, 2], vec![3, 4]]);
+    assert!(micro_batch_plan(&[], 3, 9).is_empty());
+}
+
+/// Every list of up to 6 lengths from {1, 2, 3, 5}, every cap and budget: the micro-batches,
+/// read one after the other, list every sequence once: in order without a budget, shortest
+/// first with one (ties in order: a stable sort, built here by counting); each holds at most
+/// `max_seqs` sequences and at most `max_tokens` padded tokens unless it is a single
+/// sequence; and each is maximal: adding the next micro-batch's first sequence would break
+/// a limit.
+#[test]
+fn micro_batch_plans_list_every_sequence_once_shortest_first_within_limits() {
+    every_small_case(|lengths, max_seqs, max_tokens| {
+        let n = lengths.len();
+        let plan = micro_batch_plan(lengths, max_seqs, max_tokens);
+        let fits = |s: &[usize]| {
+            let l: Vec<usize> = s.iter().map(|&i| lengths[i]).collect();
+            fits_limits(&l, max_seqs, max_tokens)
+        };
+        // Shortest first, ties in order: for each length in increasing order, the indices
+        // with that length.
+        let want: Vec<usize> = if max_tokens == 0 {
+            (0..n).collect()
+        } else {
+            (1..=5)
+                .flat_map(|len| (0..n).filter(move |&i| lengths[i] == len))
+                .collect()
+        };
+        assert_eq!(plan.concat(), want, "{lengths:?} → {plan:?}");
+        for (k, part) in plan.iter().enumerate() {
+            assert!(!part.is_empty() && fits(part), "{lengths:?} → {plan:?}");
+            if let Some(next) = plan.get(k + 1) {
+                let grown = [part.as_slice(), &next[..1]].concat();
+                assert!(!fits(&grown), "{lengths:?} → {plan:?}");
+            }
+        }
+    });
+}
+
+/// Every list of up to 6 lengths from {1, 2, 3, 5}, every cap and budget: the ranges tile
+/// 0..n in order; each holds at most `max_seqs` sequences and at most `max_tokens` padded
+/// tokens unless it is a single sequence; and each is maximal: adding the next sequence
+/// would break a limit (the greedy partition, stated independently of the code).
+#[test]
+fn micro_batches_tile_respect_the_limits_and_are_maximal() {
+    every_small_case(|lengths, max_seqs, max_tokens| {
+        let n = lengths.len();
+        let fits = |s: &[usize]| fits_limits(s, max_seqs, max_tokens);
+        let mut next = 0;
+        for range in &micro_batches(lengths, max_seqs, max_tokens) {
+            assert_eq!(range.start, next, "{lengths:?}");
+            assert!(!range.is_empty() && fits(&lengths[range.clone()]));
+            if range.end < n {
+                assert!(!fits(&lengths[range.start..range.end + 1]));
+            }
+            next = range.end;
+        }
+        assert_eq!(next, n);
+    });
+}
+
+/// `f(lengths, max_seqs, max_tokens)` for every list of up to 6 lengths from {1, 2, 3, 5},
+/// every cap in {1, 2, 3, 8} and every budget in {0, 4, 6, 10}.
+fn every_small_case(mut f: impl FnMut(&[usize], usize, usize)) {
+    let alphabet = [1usize, 2, 3, 5];
+    for n in 0..=6usize {
+        for code in 0..alphabet.len().pow(n as u32) {
+            let lengths: Vec<usize> = (0..n)
+                .map(|i| alphabet[(code / alphabet.len().pow(i as u32)) % alphabet.len()])
+                .collect();
+            for max_seqs in [1, 2, 3, 8] {
+                for max_tokens in [0, 4, 6, 10] {
+                    f(&lengths, max_seqs, max_tokens);
+                }
+            }
+        }
+    }
+}
+
+/// Whether sequences of lengths `l` may form one micro-batch: at most `max_seqs` of them
+/// and, with a budget, at most `max_tokens` padded tokens (rows × the longest), unless
+/// there is a single sequence.
+fn fits_limits(l: &[usize], max_seqs: usize, max_tokens: usize) -> bool {
+    let padded = l.len() * l.iter().copied().max().unwrap_or(0);
+    l.len() <= max_seqs && (max_tokens == 0 || l.len() == 1 || padded <= max_tokens)
+}
