@@ -23,8 +23,8 @@ use std::time::Instant;
 use burn::backend::{Autodiff, Flex};
 use clap::Parser;
 use rlvr::demo::{ArithmeticDemo, DemoData};
+use rlvr::lab::plot::{Panel, Series, save_png};
 use rlvr::models::CausalLm;
-use rlvr::plot::{Panel, Series, save_png};
 use rlvr::trainer::{StepMetrics, TrainConfig, Trainer, TrainerError, read_metrics};
 
 type B = Autodiff<Flex>;

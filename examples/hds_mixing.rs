@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use rlvr::backend::{BackendKind, run_or_exit};
 use rlvr::datamix::experiment::{ExperimentConfig, MethodConfig};
-use rlvr::mixing::MixingJob;
+use rlvr::lab::mixing::MixingJob;
 
 #[derive(Parser)]
 #[command(about = "uniform vs ODM vs HDS data mixing on a small character LM")]

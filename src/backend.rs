@@ -87,6 +87,15 @@ pub trait BackendJob {
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output;
 }
 
+/// A data-mixing experiment of the lab, run on the chosen backend (`rlvr mix`, the example).
+#[cfg(feature = "cli")]
+impl BackendJob for rl_lab::mixing::MixingJob<'_> {
+    type Output = Result<rl_datamix::experiment::Summary, rl_lab::mixing::MixingError>;
+    fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output {
+        rl_lab::mixing::MixingJob::run::<B>(self, device)
+    }
+}
+
 /// Runs `job` on the backend `kind`; the only place where a concrete backend type is named.
 pub fn run_on<J: BackendJob>(kind: BackendKind, job: J) -> Result<J::Output, BackendNotCompiled> {
     match kind {

@@ -3,9 +3,10 @@
 //! The umbrella package: a facade that re-exports the workspace crates and selects the backend
 //! once ([`backend`]); with its default feature `cli`, also what shows a run (`progress`, and
 //! `report::train_and_report`, which trains an [`rl_trainer::Run`] with progress and reports
-//! it), the `rlvr` command line (`cli`) and the experiments it runs — `compare`, `study`,
-//! `mixing`, their statistics (`stats`) and plots (`plot`). A library user who wants the facade only depends on it with
-//! `default-features = false, features = ["cpu"]` and compiles neither clap nor plotters.
+//! it), the `rlvr` command line (`cli`) and, as `lab`, the `rl-lab` crate of the experiments it
+//! runs (compare, study, mixing, their statistics and plots). A library user who wants the
+//! facade only depends on it with `default-features = false, features = ["cpu"]` and compiles
+//! neither clap, the lab nor plotters.
 //!
 //! | crate | what it does | burn? |
 //! |---|---|---|
@@ -26,23 +27,16 @@ pub use rl_trainer as trainer;
 pub use rl_verifier as verifier;
 
 pub mod backend;
+/// The experiments (`rlvr compare`, `study`, `mix`), their statistics and plots.
+#[cfg(feature = "cli")]
+pub use rl_lab as lab;
 #[cfg(feature = "cli")]
 pub mod cli;
-#[cfg(feature = "cli")]
-pub mod compare;
 /// The embedded arithmetic run, which lives in `rl_trainer::tasks::demo`.
 pub use rl_trainer::tasks::demo;
-#[cfg(feature = "cli")]
-pub mod mixing;
-#[cfg(feature = "cli")]
-pub mod plot;
 #[cfg(feature = "cli")]
 pub mod progress;
 #[cfg(feature = "cli")]
 pub mod report;
 #[cfg(feature = "cli")]
 pub mod smollm2;
-#[cfg(feature = "cli")]
-pub mod stats;
-#[cfg(feature = "cli")]
-pub mod study;

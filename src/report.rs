@@ -8,7 +8,7 @@ use std::path::Path;
 use burn::tensor::backend::AutodiffBackend;
 use rl_trainer::{EvalReport, Run, StepMetrics, TrainConfig, TrainerError, read_metrics};
 
-use crate::plot::{Panel, PlotError, Series, save_png};
+use rl_lab::plot::{Panel, PlotError, Series, save_png};
 
 /// Held-out avg@k per tier, training accuracy/reward, and dynamic-sampling statistics vs step.
 pub fn plot_run(metrics: &[StepMetrics], title: &str, path: &Path) -> Result<(), PlotError> {

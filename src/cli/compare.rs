@@ -9,15 +9,15 @@ use rl_trainer::TrainerError;
 
 use super::{EXIT_BAD_INPUT, Io, job_exit};
 use crate::backend::{BackendJob, BackendKind, run_on};
-use crate::compare::{CompareSpec, report, run_all, write_section};
 use crate::demo::ArithmeticDemo;
+use rl_lab::compare::{CompareSpec, report, run_all, write_section};
 
 /// Arguments of `rlvr compare`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Algorithms to compare: presets, each with optional overrides
     /// (`preset[:key=value]…`: lambda=<number>|theory, lambda_min, lambda_max, tau,
-    /// weight=linear_r, budget=<schedule>[@<max>], probe; see `rlvr::compare::Variant`).
+    /// weight=linear_r, budget=<schedule>[@<max>], probe; see `rl_lab::compare::Variant`).
     #[arg(long, value_delimiter = ',', default_value = "grpo,dapo,da3po")]
     pub algorithms: Vec<String>,
     /// Seeds (each: one warm-start shared by all algorithms).
@@ -83,9 +83,16 @@ impl BackendJob for Job<'_, '_> {
         let spec = self.args.spec();
         let io = self.io;
         if !self.args.report_only {
-            run_all::<B>(&spec, &self.demo, &device, &mut |line| {
-                let _ = writeln!(io.stderr, "{line}");
-            })?;
+            let mut progress = crate::progress::Progress::new(true);
+            run_all::<B>(
+                &spec,
+                &self.demo,
+                &device,
+                &mut |line| {
+                    let _ = writeln!(io.stderr, "{line}");
+                },
+                &mut |e| progress.on_event(e),
+            )?;
         }
         let image = self.args.report.as_ref().map(|r| {
             r.parent()

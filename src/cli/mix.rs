@@ -9,7 +9,7 @@ use rl_datamix::experiment::ExperimentConfig;
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_OK, Io};
 use crate::backend::{BackendKind, run_on};
-use crate::mixing::MixingJob;
+use rl_lab::mixing::MixingJob;
 
 /// Arguments of `rlvr mix`.
 #[derive(clap::Args, Debug, Clone)]

@@ -12,7 +12,7 @@ use rl_trainer::TrainerError;
 
 use super::{EXIT_BAD_INPUT, Io, job_exit};
 use crate::backend::{BackendJob, BackendKind, run_on};
-use crate::study::{self, StudySpec, report, write_section};
+use rl_lab::study::{self, StudySpec, report, write_section};
 
 /// Arguments of `rlvr study`.
 #[derive(clap::Args, Debug, Clone)]
@@ -51,13 +51,20 @@ impl BackendJob for Job<'_, '_> {
                 .time_limit_min
                 .map(|m| Instant::now() + Duration::from_secs_f64(m.max(0.0) * 60.0));
             let started = Instant::now();
-            study::run::<B>(&self.spec, &device, deadline, &mut |line| {
-                let _ = writeln!(
-                    io.stderr,
-                    "[{:>6.1} min] {line}",
-                    started.elapsed().as_secs_f64() / 60.0
-                );
-            })?;
+            let mut progress = crate::progress::Progress::new(true);
+            study::run::<B>(
+                &self.spec,
+                &device,
+                deadline,
+                &mut |line| {
+                    let _ = writeln!(
+                        io.stderr,
+                        "[{:>6.1} min] {line}",
+                        started.elapsed().as_secs_f64() / 60.0
+                    );
+                },
+                &mut |e| progress.on_event(e),
+            )?;
         }
         let img = self
             .args

@@ -1,11 +1,11 @@
-//! The comparison report (`rlvr::compare`) from hand-written metrics files.
+//! The comparison report (`rl_lab::compare`) from hand-written metrics files.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use rl_lab::compare::{CompareSpec, report, run_config, run_dir};
+use rl_trainer::tasks::demo::ArithmeticDemo;
 use rl_trainer::{EvalReport, StepMetrics, TierEval};
-use rlvr::compare::{CompareSpec, report, run_config, run_dir};
-use rlvr::demo::ArithmeticDemo;
 
 fn spec(out: PathBuf, algorithms: &[&str]) -> CompareSpec {
     CompareSpec {

@@ -32,9 +32,9 @@ use serde::Deserialize;
 use crate::compare::{
     CompareSpec, Variant, evals, hard_mixed_fraction, is_complete, run_all, run_config, run_dir,
 };
-use crate::demo::ArithmeticDemo;
 use crate::plot::{Panel, Series, save_png};
 use crate::stats::{Paired, paired_sample_size};
+use rl_trainer::tasks::demo::ArithmeticDemo;
 
 const BEGIN: &str = "<!-- rlvr study: begin -->";
 const END: &str = "<!-- rlvr study: end -->";
@@ -402,19 +402,25 @@ fn compare_spec(
 }
 
 /// Trains every run of the study that is not complete; no run is started after `deadline`.
+/// `log` receives one line per decision, `on_event` every run's events.
 pub fn run<B: AutodiffBackend>(
     spec: &StudySpec,
     device: &B::Device,
     deadline: Option<Instant>,
     log: &mut dyn FnMut(String),
+    on_event: &mut dyn FnMut(rl_trainer::RunEvent<'_>),
 ) -> Result<(), TrainerError> {
     spec.check()?;
     for (setting, algos, seeds) in plan(spec) {
         let demo = spec.demo(spec.setting(&setting))?;
         let cs = compare_spec(spec, &setting, algos, seeds, deadline);
-        run_all::<B>(&cs, &demo, device, &mut |line| {
-            log(format!("[{setting}] {line}"))
-        })?;
+        run_all::<B>(
+            &cs,
+            &demo,
+            device,
+            &mut |line| log(format!("[{setting}] {line}")),
+            on_event,
+        )?;
     }
     Ok(())
 }

@@ -18,7 +18,6 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_datamix::DatamixError;
 use rl_datamix::experiment::{ExperimentConfig, RunOutput, Summary, run_method, summarize};
 
-use crate::backend::BackendJob;
 use crate::plot::{Panel, PlotError, Series, save_png};
 
 /// What can stop an experiment.
@@ -216,7 +215,8 @@ pub fn plot(
     save_png(path, &panels, 4)
 }
 
-/// [`run_experiment`] as a [`BackendJob`], for [`crate::backend::run_on`].
+/// One experiment to run ([`MixingJob::run`]); the `rlvr` package makes it a backend job, so
+/// that `rlvr mix --backend` and the example choose the backend.
 pub struct MixingJob<'a> {
     /// The experiment.
     pub config: ExperimentConfig,
@@ -228,10 +228,9 @@ pub struct MixingJob<'a> {
     pub log: &'a mut dyn Write,
 }
 
-impl BackendJob for MixingJob<'_> {
-    type Output = Result<Summary, MixingError>;
-
-    fn run<B: AutodiffBackend>(self, device: B::Device) -> Self::Output {
+impl MixingJob<'_> {
+    /// [`run_experiment`] on backend `B`.
+    pub fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<Summary, MixingError> {
         run_experiment::<B>(
             &self.config,
             &self.base_dir,

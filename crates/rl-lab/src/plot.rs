@@ -4,7 +4,7 @@
 //! that plots render the same on a machine without fontconfig or system fonts.
 //!
 //! ```no_run
-//! use rlvr::plot::{save_png, Panel, Series};
+//! use rl_lab::plot::{save_png, Panel, Series};
 //! let panel = Panel::new("held-out accuracy", "step", "accuracy")
 //!     .with_series(Series::new("da3po", vec![(0.0, 0.1), (10.0, 0.4)]));
 //! save_png(std::path::Path::new("curve.png"), &[panel], 1).unwrap();
@@ -16,7 +16,7 @@ use std::sync::Once;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
 const PALETTE: [RGBColor; 10] = [

@@ -1,9 +1,9 @@
-//! Student's t and the paired summary (`rlvr::stats`) against published values.
+//! Student's t and the paired summary (`rl_lab::stats`) against published values.
 //!
 //! Quantiles: the two-sided 95 % and one-sided 80 % columns of the standard t table (e.g.
 //! NIST/SEMATECH e-Handbook of Statistical Methods, §1.3.6.7.2), to the 4 decimals printed.
 
-use rlvr::stats::{Paired, ln_gamma, paired_sample_size, t_cdf, t_quantile};
+use rl_lab::stats::{Paired, ln_gamma, paired_sample_size, t_cdf, t_quantile};
 
 #[test]
 fn t_quantiles_match_the_table() {

@@ -14,10 +14,10 @@ use rl_advantage::{EstimatorConfig, LambdaRule, PromptWeight};
 use rl_models::CausalLm;
 use rl_sampler::BudgetSchedule;
 use rl_trainer::config::ProbeSection;
-use rl_trainer::{StepMetrics, TrainConfig, Trainer, TrainerError, read_metrics};
+use rl_trainer::{RunEvent, StepMetrics, TrainConfig, Trainer, TrainerError, read_metrics};
 
-use crate::demo::ArithmeticDemo;
 use crate::plot::{Panel, Series, save_png};
+use rl_trainer::tasks::demo::ArithmeticDemo;
 
 const BEGIN: &str = "<!-- rlvr compare: begin -->";
 const END: &str = "<!-- rlvr compare: end -->";
@@ -337,12 +337,13 @@ pub fn run_config(
 }
 
 /// Trains every (seed, algorithm) run of `spec` that has not finished with its current
-/// configuration. `log` receives one line per decision.
+/// configuration. `log` receives one line per decision, `on_event` every run's events.
 pub fn run_all<B: AutodiffBackend>(
     spec: &CompareSpec,
     demo: &ArithmeticDemo,
     device: &B::Device,
     log: &mut dyn FnMut(String),
+    on_event: &mut dyn FnMut(RunEvent<'_>),
 ) -> Result<(), TrainerError> {
     let data = demo.data()?;
     let budget = match spec.steps {
@@ -405,8 +406,7 @@ pub fn run_all<B: AutodiffBackend>(
                 Some(data.eval.clone()),
                 device.clone(),
             )?;
-            let mut progress = crate::progress::Progress::new(true);
-            t.run(|e| progress.on_event(e))?;
+            t.run(&mut *on_event)?;
             std::fs::write(&marker, resolved).map_err(|e| TrainerError::io(&marker, e))?;
         }
     }

@@ -1,11 +1,11 @@
-//! The study's pieces (`rlvr::study`, `rlvr::compare::Variant`) against hand derivations.
+//! The study's pieces (`rl_lab::study`, `rl_lab::compare::Variant`) against hand derivations.
 
-use rl_trainer::probe_records::ProbeRecord;
-use rlvr::compare::Variant;
-use rlvr::stats::Paired;
-use rlvr::study::{
+use rl_lab::compare::Variant;
+use rl_lab::stats::Paired;
+use rl_lab::study::{
     StudySpec, THEOREM_EDGES, ablation_algorithm, theorem_bins, unfiltered_advantage, verdict,
 };
+use rl_trainer::probe_records::ProbeRecord;
 
 /// Mean-centred advantages with 1/0 rewards (Dr. GRPO without the std): in a group with k
 /// correct of G, a correct response has 1 − k/G and a wrong one −k/G.
@@ -103,8 +103,8 @@ fn variants_parse_and_bad_ones_name_the_algorithm() {
 /// DAA's λ and τ overrides reach the run's estimator; they are refused for DAPO.
 #[test]
 fn variant_overrides_reach_the_config() {
-    use rlvr::compare::{CompareSpec, run_config};
-    let demo = rlvr::demo::ArithmeticDemo::default();
+    use rl_lab::compare::{CompareSpec, run_config};
+    let demo = rl_trainer::tasks::demo::ArithmeticDemo::default();
     let spec = CompareSpec {
         algorithms: vec![],
         seeds: vec![0],
@@ -214,9 +214,9 @@ fn bad_probe_records_are_errors_naming_the_record() {
 #[test]
 fn hard_prompt_variants_reach_the_config() {
     use rl_advantage::{EstimatorConfig, LambdaRule, PromptWeight};
+    use rl_lab::compare::{CompareSpec, run_config, run_dir};
     use rl_sampler::BudgetSchedule;
-    use rlvr::compare::{CompareSpec, run_config, run_dir};
-    let demo = rlvr::demo::ArithmeticDemo::default();
+    let demo = rl_trainer::tasks::demo::ArithmeticDemo::default();
     let spec = CompareSpec {
         algorithms: vec![],
         seeds: vec![0],
@@ -389,6 +389,7 @@ fn study_files_need_one_budget_and_valid_methods() {
 /// pre-registered ones.
 #[test]
 fn the_hard_prompt_study_config_resolves() {
+    at_repo_root();
     let text = std::fs::read_to_string("configs/study_hard_prompts.toml").unwrap();
     let spec = StudySpec::from_toml_str(&text).unwrap();
     spec.check().unwrap();
@@ -419,10 +420,11 @@ fn the_hard_prompt_study_config_resolves() {
 /// take their defaults when a marker is read back).
 #[test]
 fn the_committed_da3po_study_reports_identically() {
+    at_repo_root();
     let text = std::fs::read_to_string("configs/study_da3po.toml").unwrap();
     let spec = StudySpec::from_toml_str(&text).unwrap();
     let img = std::env::temp_dir().join(format!("rlvr-study-img-{}", std::process::id()));
-    let md = rlvr::study::report(
+    let md = rl_lab::study::report(
         &spec,
         std::path::Path::new("configs/study_da3po.toml"),
         &img,
@@ -445,9 +447,9 @@ fn the_committed_da3po_study_reports_identically() {
 mod methods_report {
     use std::collections::BTreeMap;
 
+    use rl_lab::study::StudySpec;
     use rl_trainer::{EvalReport, StepMetrics, TierEval};
     use rl_verifier::Noise;
-    use rlvr::study::StudySpec;
 
     /// A final evaluation with hard-tier avg@k `hard` (the same overall), k = 32 on 300 prompts,
     /// the noise split of docs/trainer.md's worked example (within 0.0938) and an s.e. of 0.0096.
@@ -510,7 +512,7 @@ mod methods_report {
             .map(|m| serde_json::to_string(m).unwrap() + "\n")
             .collect();
         std::fs::write(cfg.out_dir.join("metrics.jsonl"), text).unwrap();
-        std::fs::write(cfg.out_dir.join(rlvr::compare::COMPLETE), cfg.to_toml()).unwrap();
+        std::fs::write(cfg.out_dir.join(rl_lab::compare::COMPLETE), cfg.to_toml()).unwrap();
     }
 
     /// Three methods against DAPO over seeds 0–2, DAPO ending at 0.20, 0.10, 0.30. The paired
@@ -581,7 +583,7 @@ mod methods_report {
             write_run(&spec, "dapo:budget=dars_hw", s, c[seed], 1030, 0.0, sizes);
         }
         let img = out.join("img");
-        let md = rlvr::study::report(&spec, std::path::Path::new("study.toml"), &img).unwrap();
+        let md = rl_lab::study::report(&spec, std::path::Path::new("study.toml"), &img).unwrap();
         let lines: Vec<&str> = md.lines().collect();
         // The markers of the named section, the title, then the scale first.
         assert_eq!(lines[0], "<!-- rlvr study t: begin -->");
@@ -658,8 +660,8 @@ mod methods_report {
 
         // One missing run: no conclusion, B's pairs 2/3, its interval an interim look.
         let b2 = spec.resolve("hard", "da3po:lambda=theory", 2).unwrap();
-        std::fs::remove_file(b2.out_dir.join(rlvr::compare::COMPLETE)).unwrap();
-        let md = rlvr::study::report(&spec, std::path::Path::new("study.toml"), &img).unwrap();
+        std::fs::remove_file(b2.out_dir.join(rl_lab::compare::COMPLETE)).unwrap();
+        let md = rl_lab::study::report(&spec, std::path::Path::new("study.toml"), &img).unwrap();
         assert!(md.contains("**No conclusion yet**"), "{md}");
         assert!(md.contains("| B | `da3po:lambda=theory` | 2/3 |"), "{md}");
         assert!(
@@ -676,4 +678,10 @@ mod methods_report {
         );
         std::fs::remove_dir_all(&out).unwrap();
     }
+}
+
+/// The studies' configs and committed runs are named relative to the repository root, where
+/// `rlvr study` runs: every test of this file that reads them works from there.
+fn at_repo_root() {
+    std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).unwrap();
 }
