@@ -42,9 +42,11 @@ const MIN_TENSOR_INFO_BYTES: u128 = 8 + 4 + 4 + 8;
 
 mod error;
 mod meta;
+mod tensor;
 
 pub use error::GgufError;
 pub use meta::{MetaArray, MetaType, MetaValue};
+use tensor::{dequantize_tensor, read_tensor_bytes, validate_tensor};
 
 /// One tensor's info, validated against the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -704,133 +706,6 @@ impl GgufFile {
         let values = dequantize_tensor(&self.path, info, &bytes)?;
         Ok((values, info.dims.iter().map(|&d| d as usize).collect()))
     }
-}
-
-/// Checks one tensor info against the type table, the alignment and the file size.
-fn validate_tensor(
-    path: &Path,
-    raw: RawTensorInfo,
-    alignment: u64,
-    data_offset: u64,
-    file_len: u64,
-) -> Result<TensorInfo, GgufError> {
-    let RawTensorInfo {
-        name,
-        type_offset,
-        dims,
-        type_id,
-        offset,
-        ..
-    } = raw;
-    let ggml_type = GgmlType::from_id(type_id).ok_or_else(|| GgufError::UnknownGgmlType {
-        path: path.to_path_buf(),
-        tensor: name.clone(),
-        offset: type_offset,
-        type_id,
-    })?;
-    if let Some(axis) = dims.iter().position(|&d| d == 0) {
-        return Err(GgufError::ZeroDim {
-            path: path.to_path_buf(),
-            tensor: name,
-            dims,
-            axis,
-        });
-    }
-    let overflow = || GgufError::DimsOverflow {
-        path: path.to_path_buf(),
-        tensor: name.clone(),
-        dims: dims.clone(),
-    };
-    let n_elements = dims
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))
-        .filter(|&n| n <= i64::MAX as u64 && usize::try_from(n).is_ok())
-        .ok_or_else(overflow)?;
-    let ne0 = dims.first().copied().unwrap_or(1);
-    let block_size = ggml_type.block_size();
-    if !ne0.is_multiple_of(block_size as u64) {
-        return Err(GgufError::PartialBlock {
-            path: path.to_path_buf(),
-            tensor: name,
-            ggml_type,
-            ne0,
-            block_size,
-        });
-    }
-    let n_bytes = ggml_type.byte_len(n_elements).ok_or_else(overflow)?;
-    if !offset.is_multiple_of(alignment) {
-        return Err(GgufError::MisalignedOffset {
-            path: path.to_path_buf(),
-            tensor: name,
-            offset,
-            alignment,
-        });
-    }
-    let start = data_offset as u128 + offset as u128;
-    let end = start + n_bytes as u128;
-    if end > file_len as u128 {
-        return Err(GgufError::TensorOutOfFile {
-            path: path.to_path_buf(),
-            tensor: name,
-            start,
-            end,
-            file_len,
-        });
-    }
-    Ok(TensorInfo {
-        name,
-        dims,
-        ggml_type,
-        offset: start as u64,
-        n_bytes,
-        n_elements,
-    })
-}
-
-/// Reads a tensor's bytes from a seekable source (the file, or a buffer in tests).
-fn read_tensor_bytes<R: Read + Seek>(
-    path: &Path,
-    r: &mut R,
-    info: &TensorInfo,
-) -> Result<Vec<u8>, GgufError> {
-    let io_err = |source| GgufError::Io {
-        path: path.to_path_buf(),
-        what: format!(
-            "data of tensor `{}` (bytes {}..{})",
-            info.name,
-            info.offset,
-            info.offset + info.n_bytes
-        ),
-        source,
-    };
-    // `n_bytes` lies inside the file (checked at open), so the buffer is at most the file size.
-    let n = usize::try_from(info.n_bytes).map_err(|_| {
-        io_err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "tensor larger than the address space",
-        ))
-    })?;
-    r.seek(SeekFrom::Start(info.offset)).map_err(io_err)?;
-    let mut bytes = vec![0u8; n];
-    r.read_exact(&mut bytes).map_err(io_err)?;
-    Ok(bytes)
-}
-
-fn dequantize_tensor(path: &Path, info: &TensorInfo, bytes: &[u8]) -> Result<Vec<f32>, GgufError> {
-    let to_err = |source| GgufError::Dequantize {
-        path: path.to_path_buf(),
-        tensor: info.name.clone(),
-        source,
-    };
-    let n = usize::try_from(info.n_elements).map_err(|_| {
-        to_err(QuantError::ByteLength {
-            ty: info.ggml_type,
-            n_elements: usize::MAX,
-            expected: usize::MAX,
-            got: bytes.len(),
-        })
-    })?;
-    quants::dequantize(info.ggml_type, bytes, n).map_err(to_err)
 }
 
 #[cfg(test)]

@@ -1,0 +1,146 @@
+//! REINFORCE++ (and its group-baseline form): advantages whitened over the whole batch, as verl
+//! computes them.
+
+use super::*;
+
+/// verl's `masked_whiten` constants: the ε added to the token count in each masked mean and the
+/// ε added to the variance under the square root.
+pub const REINFORCE_PP_WHITEN_EPS: f64 = 1e-8;
+
+/// verl's `masked_whiten` (shift_mean = True) over a batch of per-response values, each repeated
+/// over `weights[i]` tokens: with N = Σ w,
+/// mean = Σ w·v / (N + 1e-8), var = Σ w·(v − mean)² / (N + 1e-8) · N/(N − 1) (Bessel over
+/// tokens), v ← (v − mean)/√(var + 1e-8); the mean is not added back. Responses without tokens
+/// get 0 (verl multiplies by the mask). Fewer than 2 tokens, or values equal within `equal_tol`
+/// over the responses with tokens, give exactly 0 everywhere (verl raises on fewer than 2
+/// tokens, and turns an all-equal batch into values of order 1e-4·|v|/N).
+pub(super) fn verl_masked_whiten(values: &mut [f64], weights: &[f64], equal_tol: f64) {
+    let n: f64 = weights.iter().sum();
+    let (lo, hi) = values
+        .iter()
+        .zip(weights)
+        .filter(|(_, w)| **w > 0.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (&v, _)| {
+            (lo.min(v), hi.max(v))
+        });
+    if n < 2.0 || hi - lo <= equal_tol {
+        values.fill(0.0);
+        return;
+    }
+    let eps = REINFORCE_PP_WHITEN_EPS;
+    let mean = values.iter().zip(weights).map(|(v, w)| w * v).sum::<f64>() / (n + eps);
+    let var = values
+        .iter()
+        .zip(weights)
+        .map(|(v, w)| w * (v - mean) * (v - mean))
+        .sum::<f64>()
+        / (n + eps)
+        * (n / (n - 1.0));
+    let inv_std = 1.0 / (var + eps).sqrt();
+    for (v, &w) in values.iter_mut().zip(weights) {
+        *v = if w > 0.0 { (*v - mean) * inv_std } else { 0.0 };
+    }
+}
+
+/// The token weights of a batch (1 per response without token counts).
+pub(super) fn token_weights(batch: &GroupedBatch<'_>) -> Vec<f64> {
+    (0..batch.len()).map(|i| batch.tokens(i) as f64).collect()
+}
+
+/// REINFORCE++ (arXiv 2501.03262) for outcome rewards with γ = 1: every token of response i
+/// has the value v_i, and the values are whitened over all tokens of the batch (verl's
+/// `masked_whiten`, see [`REINFORCE_PP_WHITEN_EPS`]), then DAA is applied per group if set.
+/// `baseline = false` (verl `reinforce_plus_plus`): v_i = R_i, no group baseline.
+/// `baseline = true` (verl `reinforce_plus_plus_baseline`): v_i = R_i minus its group's mean, a
+/// group whose rewards are equal within `equal_tol` centred to exactly 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReinforcePlusPlus {
+    /// Subtract each group's mean reward before the whitening.
+    pub baseline: bool,
+    /// Equal-value tolerance: of a group's rewards (baseline), and of the batch's values
+    /// before the whitening (equal ⇒ all advantages exactly 0).
+    pub equal_tol: f64,
+    /// DAA applied per group to the whitened advantages.
+    pub daa: Option<Daa>,
+}
+
+impl ReinforcePlusPlus {
+    /// Without (`reinforce_plus_plus`) or with (`reinforce_plus_plus_baseline`) the group
+    /// baseline, default tolerance, no DAA.
+    pub fn new(baseline: bool) -> Self {
+        Self {
+            baseline,
+            equal_tol: DEFAULT_EQUAL_TOL,
+            daa: None,
+        }
+    }
+
+    /// One group's values before the whitening: its rewards, centred when `baseline`.
+    fn values(&self, rewards: &[f64], out: &mut [f64]) {
+        if !self.baseline {
+            out.copy_from_slice(rewards);
+        } else if all_equal(rewards, self.equal_tol) {
+            out.fill(0.0);
+        } else {
+            let m = mean(rewards);
+            for (o, r) in out.iter_mut().zip(rewards) {
+                *o = r - m;
+            }
+        }
+    }
+}
+
+impl AdvantageEstimator for ReinforcePlusPlus {
+    fn name(&self) -> &'static str {
+        if self.baseline {
+            "reinforce_plus_plus_baseline"
+        } else {
+            "reinforce_plus_plus"
+        }
+    }
+
+    /// The group seen as a batch of one-token responses.
+    fn group_advantages(
+        &self,
+        group: GroupId,
+        rewards: &[f64],
+        correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        check_group(group, rewards, correct)?;
+        self.values(rewards, out);
+        verl_masked_whiten(out, &vec![1.0; out.len()], self.equal_tol);
+        if let Some(d) = self.daa {
+            d.apply(out, correct);
+        }
+        Ok(())
+    }
+
+    /// The groups' values, whitened over the batch's tokens, then DAA per group.
+    fn batch_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        batch.per_group(out, |_, rewards, _, values| {
+            self.values(rewards, values);
+            Ok(())
+        })?;
+        verl_masked_whiten(out, &token_weights(batch), self.equal_tol);
+        if let Some(d) = self.daa {
+            batch.per_group(out, |_, _, correct, values| {
+                d.apply(values, correct);
+                Ok(())
+            })?;
+        }
+        Ok(())
+    }
+
+    fn batch_level(&self) -> bool {
+        true
+    }
+
+    fn daa(&self) -> Option<Daa> {
+        self.daa
+    }
+}
