@@ -78,6 +78,7 @@ impl GgufDtype {
 const ALIGNMENT: u64 = 32;
 
 /// A metadata value.
+#[derive(Debug)]
 enum Kv {
     U32(u32),
     F32(f32),
@@ -132,7 +133,7 @@ impl Kv {
 }
 
 /// The tokenizer metadata from `tokenizer.json` (and `tokenizer_config.json`'s chat template).
-fn tokenizer_kvs(dir: &Path, config: &ModelConfig) -> Result<Vec<(&'static str, Kv)>, ModelError> {
+fn tokenizer_kvs(dir: &Path, config: &ModelConfig) -> Result<Vec<(String, Kv)>, ModelError> {
     let read_json = |name: &str| -> Result<Option<Value>, ModelError> {
         let path = dir.join(name);
         if !path.exists() {
@@ -240,10 +241,74 @@ fn tokenizer_kvs(dir: &Path, config: &ModelConfig) -> Result<Vec<(&'static str, 
     if let Some(b) = config.bos_token_id {
         kvs.push(("tokenizer.ggml.bos_token_id", Kv::U32(b)));
     }
-    if let Some(t) = read_json("tokenizer_config.json")?
-        .and_then(|c| c["chat_template"].as_str().map(str::to_string))
-    {
-        kvs.push(("tokenizer.chat_template", Kv::Str(t)));
+    let mut kvs: Vec<(String, Kv)> = kvs.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    if let Some(c) = read_json("tokenizer_config.json")? {
+        let templates = chat_template_kvs(&c["chat_template"]).map_err(|m| {
+            ModelError::InvalidInput(format!(
+                "{}: {m}",
+                dir.join("tokenizer_config.json").display()
+            ))
+        })?;
+        kvs.extend(templates);
+    }
+    Ok(kvs)
+}
+
+/// The `tokenizer.chat_template*` keys of a `tokenizer_config.json`'s `chat_template`, as
+/// llama.cpp's gguf-py (`GGUFWriter.add_chat_template`) writes them: a string as
+/// `tokenizer.chat_template`; from a list of `{name, template}`, each named template but
+/// `default` as `tokenizer.chat_template.<name>` (characters of the name other than ASCII
+/// letters and digits written `_`; an entry without a name or a template is skipped), their
+/// names as the array `tokenizer.chat_templates`, and `default`'s as `tokenizer.chat_template`.
+/// A name given twice, an entry that is not an object and any other type are errors.
+fn chat_template_kvs(value: &Value) -> Result<Vec<(String, Kv)>, String> {
+    let list = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::String(s) => {
+            return Ok(vec![("tokenizer.chat_template".into(), Kv::Str(s.clone()))]);
+        }
+        Value::Array(list) => list,
+        _ => {
+            return Err("`chat_template` is neither a string nor a list of {name, template}".into());
+        }
+    };
+    let (mut kvs, mut names, mut default) = (Vec::new(), Vec::<String>::new(), None);
+    for (i, choice) in list.iter().enumerate() {
+        let Some(entry) = choice.as_object() else {
+            return Err(format!(
+                "`chat_template[{i}]` is not an object {{name, template}}"
+            ));
+        };
+        let name: String = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let template = match entry.get("template") {
+            None | Some(Value::Null) => continue,
+            Some(Value::String(t)) => t.clone(),
+            Some(_) => return Err(format!("`chat_template[{i}].template` is not a string")),
+        };
+        if name.is_empty() {
+            continue;
+        }
+        if names.contains(&name) || (name == "default" && default.is_some()) {
+            return Err(format!("`chat_template` names the template `{name}` twice"));
+        }
+        if name == "default" {
+            default = Some(template);
+        } else {
+            kvs.push((format!("tokenizer.chat_template.{name}"), Kv::Str(template)));
+            names.push(name);
+        }
+    }
+    if !names.is_empty() {
+        kvs.push(("tokenizer.chat_templates".into(), Kv::Strs(names)));
+    }
+    if let Some(d) = default {
+        kvs.push(("tokenizer.chat_template".into(), Kv::Str(d)));
     }
     Ok(kvs)
 }
@@ -298,11 +363,7 @@ pub fn export_gguf(model_dir: &Path, out: &Path, dtype: GgufDtype) -> Result<(),
             model_dir.display()
         )));
     }
-    kvs.extend(
-        tokenizer_kvs(model_dir, &config)?
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v)),
-    );
+    kvs.extend(tokenizer_kvs(model_dir, &config)?);
 
     // Tensor infos and payloads, in HF order.
     let tensors = expected_tensors(&config);
@@ -405,5 +466,55 @@ mod tests {
     fn dtype_names_are_checked() {
         assert!(GgufDtype::from_name("q4").is_err());
         assert_eq!(GgufDtype::from_name("bf16").unwrap(), GgufDtype::Bf16);
+    }
+
+    /// The keys and values llama.cpp's gguf-py writes for each `chat_template` of the fixture
+    /// (`tools/gguf/gen_chat_template_kvs.py`: `GGUFWriter.add_chat_template`, read back with
+    /// `GGUFReader`), in its order.
+    #[test]
+    fn chat_templates_are_written_as_gguf_py_writes_them() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/gguf/chat_template_kvs.json"
+        ))
+        .unwrap();
+        let fixture: Value = serde_json::from_str(&text).unwrap();
+        let cases = fixture["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 5);
+        for case in cases {
+            let got: Vec<(String, Value)> = chat_template_kvs(&case["chat_template"])
+                .unwrap()
+                .into_iter()
+                .map(|(k, v)| match v {
+                    Kv::Str(s) => (k, Value::from(s)),
+                    Kv::Strs(s) => (k, Value::from(s)),
+                    _ => panic!("{k}: not a string or a string array"),
+                })
+                .collect();
+            let want: Vec<(String, Value)> = case["keys"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|kv| (kv[0].as_str().unwrap().to_string(), kv[1].clone()))
+                .collect();
+            assert_eq!(got, want, "{}", case["name"]);
+        }
+    }
+
+    #[test]
+    fn malformed_chat_templates_are_refused_by_name() {
+        let err = |v: Value| chat_template_kvs(&v).unwrap_err();
+        assert!(err(serde_json::json!(3)).contains("neither a string nor a list"));
+        assert!(err(serde_json::json!(["x"])).contains("`chat_template[0]` is not an object"));
+        assert!(
+            err(serde_json::json!([{"name": "a", "template": 1}]))
+                .contains("`chat_template[0].template` is not a string")
+        );
+        let twice = serde_json::json!([
+            {"name": "tool use", "template": "A"},
+            {"name": "tool_use", "template": "B"}
+        ]);
+        assert!(err(twice).contains("`tool_use` twice"));
+        assert!(chat_template_kvs(&Value::Null).unwrap().is_empty());
     }
 }
