@@ -269,7 +269,9 @@ fn chat_template_kvs(value: &Value) -> Result<Vec<(String, Kv)>, String> {
         }
         Value::Array(list) => list,
         _ => {
-            return Err("`chat_template` is neither a string nor a list of {name, template}".into());
+            return Err(
+                "`chat_template` is neither a string nor a list of {name, template}".into(),
+            );
         }
     };
     let (mut kvs, mut names, mut default) = (Vec::new(), Vec::<String>::new(), None);
