@@ -176,7 +176,7 @@ def sccs(edges: dict) -> list[list]:
 
 
 def main() -> int:
-    dirs = [Path(a) for a in sys.argv[1:]] or sorted(REPO.glob("crates/*/src")) + [REPO / "src"]
+    dirs = [Path(a).resolve() for a in sys.argv[1:]] or sorted(REPO.glob("crates/*/src")) + [REPO / "src"]
     found = 0
     for src in dirs:
         files, edges = edges_of(src)

@@ -1,7 +1,17 @@
 //! `rlvr.group_advantages` and `rlvr.theory`: rl-advantage's estimators and Theorem 3.1 on numpy
 //! arrays.
 
-use super::*;
+use std::collections::HashMap;
+
+use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use rl_advantage::{
+    AdvantageError, EstimatorConfig, GroupId, LambdaRule, NegativeAdvantage, Sample, StdMode,
+    compute_batch,
+};
+
+use crate::args::{count_arg, type_name, value_error};
 
 /// A 1-D numpy array argument, or a TypeError / ValueError naming it.
 pub(crate) fn array_1d<'a, 'py>(

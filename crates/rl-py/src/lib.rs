@@ -19,14 +19,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use numpy::{PyArray1, PyReadonlyArray1, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyInt, PyString};
-use rl_advantage::{
-    AdvantageError, ESTIMATOR_NAMES, EstimatorConfig, GroupId, LambdaRule, NegativeAdvantage,
-    Sample, StdMode, compute_batch,
-};
+use pyo3::types::{PyDict, PyString};
+use rl_advantage::ESTIMATOR_NAMES;
 use rl_verifier::dapo::{self, INVALID, SOLUTION_TAIL_CHARS, STRICT_BOX_TAIL_CHARS};
 use rl_verifier::{
     AnswerSource, Budget, CodeConfig, CodeReward, CodeVerifier, Outcome as RsOutcome, RewardMap,
@@ -40,72 +36,9 @@ const WORKER_STACK: usize = 8 << 20;
 const CHUNK: usize = 8;
 
 mod advantages;
+mod args;
 use advantages::{group_advantages, theory};
-
-fn value_error(e: impl std::fmt::Display) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
-/// A `str` argument, or a `TypeError` naming it.
-fn string_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    match obj.cast::<PyString>() {
-        Ok(s) => Ok(s.to_str()?.to_owned()),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "{what} must be str, got {}",
-            type_name(obj)
-        ))),
-    }
-}
-
-/// A sequence of `str` (list, tuple, …, but not a single `str`).
-fn string_list(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
-    if obj.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be a sequence of str, not a single str"
-        )));
-    }
-    let iter = obj.try_iter().map_err(|_| {
-        PyTypeError::new_err(format!(
-            "{what} must be a sequence of str, got {}",
-            type_name(obj)
-        ))
-    })?;
-    let mut out = Vec::new();
-    for (i, item) in iter.enumerate() {
-        out.push(string_arg(&item?, &format!("{what}[{i}]"))?);
-    }
-    Ok(out)
-}
-
-/// A non-negative Python `int` (not `bool`).
-fn count_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
-    if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be int, got {}",
-            type_name(obj)
-        )));
-    }
-    obj.extract::<u64>().map_err(|_| {
-        PyValueError::new_err(format!("{what} must be a non-negative integer, got {obj}"))
-    })
-}
-
-fn bool_arg(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<bool> {
-    match obj.cast::<PyBool>() {
-        Ok(b) => Ok(b.is_true()),
-        Err(_) => Err(PyTypeError::new_err(format!(
-            "{what} must be bool, got {}",
-            type_name(obj)
-        ))),
-    }
-}
+use args::{bool_arg, count_arg, string_arg, string_list, type_name, value_error};
 
 /// The verifier named `verifier` with its options: budget fields for `dapo` and `math`,
 /// `strict_box` and `gold_in_box` for `dapo`; none for `code` (`verify_code` takes its options).

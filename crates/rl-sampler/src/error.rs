@@ -1,3 +1,6 @@
+use crate::OnExhausted;
+use crate::exhausted::exhausted_advice;
+
 /// Errors of filters, the batcher and the tracker.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SamplerError {
@@ -52,20 +55,6 @@ pub enum SamplerError {
         /// Zero-spread groups that were all wrong.
         all_wrong: usize,
         /// The policy in force (the advice depends on it).
-        on_exhausted: crate::OnExhausted,
+        on_exhausted: OnExhausted,
     },
-}
-
-/// What to change when rounds run out: `train_on_kept` only helps when some group was kept.
-fn exhausted_advice(on_exhausted: crate::OnExhausted, kept: usize) -> &'static str {
-    match (on_exhausted, kept) {
-        (crate::OnExhausted::Error, 1..) => {
-            "Raise max_gen_rounds, sample more prompts per round, or set on_exhausted = \"train_on_kept\""
-        }
-        _ => {
-            "No group had both correct and wrong responses: raise max_gen_rounds or sample more \
-             prompts per round, or start from a policy whose pass rates are neither 0 nor 1 \
-             (a longer warm-start, easier prompts)"
-        }
-    }
 }

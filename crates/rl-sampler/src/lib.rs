@@ -25,17 +25,21 @@ mod batcher;
 mod budget;
 mod difficulty;
 mod error;
+mod exhausted;
 mod filter;
+mod report;
 mod round;
 
-pub use batcher::{Batch, BatchReport, BatcherConfig, DynamicBatcher, OnExhausted, RolloutGroup};
+pub use batcher::{Batch, BatcherConfig, DynamicBatcher, RolloutGroup};
 pub use budget::{
     BUDGET_SCHEDULE_NAMES, BudgetSchedule, DEFAULT_MIN_GROUP, RolloutBudget, UNSEEN_PASS_RATE,
     dars_target,
 };
 pub use difficulty::{DifficultyTracker, PromptStats};
 pub use error::SamplerError;
+pub use exhausted::OnExhausted;
 pub use filter::{
     DynamicSampling, FILTER_NAMES, FilterConfig, FilterMetric, GroupFilter, NoFilter, PassRateBand,
 };
+pub use report::BatchReport;
 pub use round::{KeepRate, RoundSizing};
