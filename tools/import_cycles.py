@@ -3,7 +3,8 @@
 
     python3 tools/import_cycles.py [CRATE_SRC_DIR ...]   (default: every crates/*/src and src/)
 
-For each source file (tests excluded: `tests.rs` and `*/tests/*`), the modules it names through
+For each source file (tests excluded: `tests.rs`, `*/tests/*` and inline `#[cfg(test)] mod`
+blocks), the modules it names through
 `crate::a::b`, `super::a` or child-relative `a::b` paths (in `use` declarations and in code,
 comments stripped) are
 resolved to the files that define them (the longest module prefix that is a file); `use
@@ -38,7 +39,22 @@ def module_files(src: Path) -> dict[tuple, Path]:
 
 def strip_comments(text: str) -> str:
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return "\n".join(l.split("//")[0] if "\"" not in l else l for l in text.splitlines())
+    text = "\n".join(l.split("//")[0] if "\"" not in l else l for l in text.splitlines())
+    return strip_test_modules(text)
+
+
+def strip_test_modules(text: str) -> str:
+    """Drops inline `#[cfg(test)] mod name { ... }` blocks: test code, like `tests.rs` files."""
+    while (m := re.search(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", text)) is not None:
+        depth, end = 0, len(text)
+        for i in range(m.end() - 1, len(text)):
+            depth += text[i] == "{"
+            depth -= text[i] == "}"
+            if depth == 0:
+                end = i + 1
+                break
+        text = text[:m.start()] + text[end:]
+    return text
 
 
 def expand_use(text: str) -> list[str]:
@@ -134,8 +150,10 @@ def edges_of(src: Path) -> tuple[dict, dict]:
     for mod, f in files.items():
         text = strip_comments(f.read_text())
         named = expand_use(text)
-        named += re.findall(r"\b((?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+)", text)
-        named += re.findall(r"(?<![:\w])([a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)", text)
+        # Paths in code; a prefix followed by `::{` is a use tree, which expand_use has read.
+        named += re.findall(r"\b((?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+)(?![\w:])", text)
+        named += re.findall(
+            r"(?<![:\w])([a-z_][a-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)(?![\w:])", text)
         for p in named:
             # `mod.rs` / `lib.rs` files are their module; a file `a/b.rs` is module (a, b)
             target = resolve(mod, p, files)

@@ -1,5 +1,7 @@
 //! Static mixtures (uniform or given weights).
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::Result;
 use crate::scheduler::{Checkpoint, MixingScheduler, StepStats};
 use crate::simplex::check_mixture;
@@ -57,4 +59,12 @@ impl MixingScheduler for StaticScheduler {
         self.weights = w;
         Ok(())
     }
+}
+
+/// A static mixture's weights.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticConfig {
+    /// One weight per domain, summing to 1.
+    pub weights: Vec<f32>,
 }

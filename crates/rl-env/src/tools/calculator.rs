@@ -15,7 +15,7 @@ use num_traits::{One, Signed, ToPrimitive, Zero};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Tool, ToolError};
+use crate::tools::{Tool, ToolError};
 
 /// The calculator's bounds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

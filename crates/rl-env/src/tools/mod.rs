@@ -4,57 +4,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::EnvError;
 
 pub mod calculator;
 pub mod python;
+mod tool;
 
 pub use calculator::{Calculator, CalculatorConfig};
 pub use python::{PythonTool, PythonToolConfig};
+pub use tool::{Tool, ToolError};
 
 /// Names of the built-in tools, in registry order.
 pub const TOOL_NAMES: [&str; 2] = ["calculator", "python"];
-
-/// Why a call produced no result.
-#[derive(Debug)]
-pub enum ToolError {
-    /// The call failed for a reason the model caused or can see (bad arguments, a division by
-    /// zero, code that crashed): the message becomes the observation.
-    Failed(String),
-    /// The tool's machinery failed (the sandbox could not start): the episode batch stops with
-    /// [`EnvError::Tool`] instead of training on a broken tool.
-    Infrastructure(String),
-}
-
-/// A callable tool.
-pub trait Tool: Send + Sync {
-    /// The name calls use.
-    fn name(&self) -> &str;
-
-    /// One sentence for the tool list a model is shown.
-    fn description(&self) -> &str;
-
-    /// The JSON schema of the arguments object.
-    fn parameters(&self) -> Value;
-
-    /// Runs one call.
-    fn call(&self, arguments: &Map<String, Value>) -> Result<String, ToolError>;
-
-    /// The tool as an OpenAI/HF tool definition (what chat templates take as `tools`):
-    /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
-    fn definition(&self) -> Value {
-        json!({
-            "function": {
-                "description": self.description(),
-                "name": self.name(),
-                "parameters": self.parameters(),
-            },
-            "type": "function",
-        })
-    }
-}
 
 /// The built-in tools' settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -5,8 +5,8 @@ use rl_sandbox::{Program, Sandbox, SandboxConfig, Status};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{Tool, ToolError};
 use crate::EnvError;
+use crate::tools::{Tool, ToolError};
 
 /// The `python` tool's sandbox.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
