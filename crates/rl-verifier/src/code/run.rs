@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use rl_sandbox::{Program, Run, Status};
 use serde_json::{Value, json};
 
+use super::cases::TestCase;
 use super::compare::outputs_match;
-use super::{TestCase, TestVerdict};
+use super::verdict::TestVerdict;
 
 /// The harness (`main.py` for the syntax check, call-based and assert tests).
 pub const HARNESS: &str = include_str!("harness.py");

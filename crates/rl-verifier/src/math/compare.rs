@@ -7,7 +7,7 @@ use num_traits::Zero;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::MathConfig;
+use super::config::MathConfig;
 use super::eval::{Env, EvalFail, Evaluator, Num, Val, free_vars, rat_limbs, to_approx};
 use super::lexer::{PResult, RelOp, syntax};
 use super::parser::{Delim, Expr, Node, into_expr};
