@@ -12,6 +12,7 @@ use std::path::Path;
 
 use toml::de::{DeTable, DeValue};
 
+use super::merge::merge_toml;
 use super::{ALGORITHMS, TrainConfig};
 use crate::TrainerError;
 
@@ -83,26 +84,6 @@ fn overlay(
         let inner: toml::de::Error = e.into_inner();
         src.at(&path, inner.message().trim_end().to_string())
     })
-}
-
-/// Recursive TOML merge: tables merge key by key, anything else replaces. A table that selects a
-/// different variant of a tagged enum (its `name` or `kind` differs) replaces the preset's table
-/// instead of merging into it, so the old variant's fields do not leak into the new one.
-pub fn merge_toml(base: &mut toml::Table, over: toml::Table) {
-    for (k, v) in over {
-        match (base.get_mut(&k), v) {
-            (Some(toml::Value::Table(b)), toml::Value::Table(o))
-                if ["name", "kind"]
-                    .iter()
-                    .all(|tag| o.get(*tag).is_none() || o.get(*tag) == b.get(*tag)) =>
-            {
-                merge_toml(b, o)
-            }
-            (_, v) => {
-                base.insert(k, v);
-            }
-        }
-    }
 }
 
 /// The text a configuration was read from, for locating errors in it.

@@ -21,10 +21,11 @@ use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
 mod load;
+mod merge;
 mod presets;
 mod validate;
 
-pub use load::merge_toml;
+pub use merge::merge_toml;
 
 /// Registered algorithm presets.
 pub const ALGORITHMS: [&str; 9] = [

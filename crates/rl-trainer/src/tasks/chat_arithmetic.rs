@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ArithmeticTask, Tier};
+use super::arithmetic::{ArithmeticTask, Tier};
 use crate::TrainerError;
 use crate::data::{Dataset, PromptText};
 

@@ -14,7 +14,8 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_models::{CausalLm, ModelConfig, Tokenizer};
 use serde::{Deserialize, Serialize};
 
-use super::ArithmeticTask;
+use super::arithmetic::ArithmeticTask;
+use super::embedded::{load_demo, tiny_qwen3, with_toml_overrides};
 use crate::data::{Dataset, Prompt, PromptRenderer};
 use crate::{SftConfig, TrainConfig, TrainerError};
 
@@ -128,7 +129,7 @@ impl ArithmeticDemo {
     /// The default with the keys of a TOML document on top (any field, e.g. `sft.steps = 300`
     /// or `[train.optim] lr = 1e-4`); unknown keys are errors.
     pub fn from_toml_str(text: &str) -> Result<Self, TrainerError> {
-        let demo: Self = super::with_toml_overrides(Self::default(), text)?;
+        let demo: Self = with_toml_overrides(Self::default(), text)?;
         demo.train.validate()?;
         Ok(demo)
     }
@@ -200,14 +201,14 @@ impl ArithmeticDemo {
     /// The default, or with `path` the default with that TOML file's overrides
     /// ([`ArithmeticDemo::from_toml_str`]).
     pub fn load(path: Option<&Path>) -> Result<Self, TrainerError> {
-        super::load_demo(path, Self::from_toml_str)
+        load_demo(path, Self::from_toml_str)
     }
 
     /// Builds the tokenizer, the split and the model config.
     pub fn data(&self) -> Result<DemoData, TrainerError> {
         let tokenizer = ArithmeticTask::tokenizer()?;
         let (sft, train, eval) = self.split()?;
-        let model = super::tiny_qwen3(
+        let model = tiny_qwen3(
             &tokenizer,
             self.hidden_size,
             self.num_hidden_layers,

@@ -25,7 +25,8 @@ use rl_env::{EnvConfig, Message, TurnCodec, render_tool_call};
 use rl_models::{CausalLm, ModelConfig, Tokenizer};
 use serde::{Deserialize, Serialize};
 
-use super::{ArithmeticTask, Tier};
+use super::arithmetic::{ArithmeticTask, Tier};
+use super::embedded::{load_demo, tiny_qwen3, with_toml_overrides};
 use crate::config::{OptimSection, PromptTemplate};
 use crate::data::{Dataset, Prompt, PromptRenderer, PromptText};
 use crate::multi_turn::ChatCodec;
@@ -163,7 +164,7 @@ impl ToolUseDemo {
     /// The default with the keys of a TOML document on top (any field, e.g.
     /// `tool_demo_rate = 0.5` or `[train.rollout.env] max_turns = 4`); unknown keys are errors.
     pub fn from_toml_str(text: &str) -> Result<Self, TrainerError> {
-        let demo: Self = super::with_toml_overrides(Self::default(), text)?;
+        let demo: Self = with_toml_overrides(Self::default(), text)?;
         demo.train.validate()?;
         if !(0.0..=1.0).contains(&demo.tool_demo_rate) {
             return Err(TrainerError::Config {
@@ -176,7 +177,7 @@ impl ToolUseDemo {
 
     /// The default, or with `path` the default with that TOML file's overrides.
     pub fn load(path: Option<&std::path::Path>) -> Result<Self, TrainerError> {
-        super::load_demo(path, Self::from_toml_str)
+        load_demo(path, Self::from_toml_str)
     }
 
     /// The tool-use tokenizer ([`tool_alphabet`] and [`TOOL_SPECIAL_TOKENS`]).
@@ -193,7 +194,7 @@ impl ToolUseDemo {
         let (train, eval) =
             self.task
                 .split(self.data_seed, self.train_per_tier, self.eval_per_tier)?;
-        let model = super::tiny_qwen3(
+        let model = tiny_qwen3(
             &tokenizer,
             self.hidden_size,
             self.num_hidden_layers,
