@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::ModelError;
-use crate::families::{self, Family};
+use crate::families::family::Family;
 
 /// The shape and settings of a model. Field names are those of HF `config.json`.
 ///
@@ -381,53 +381,7 @@ impl RopeScaling {
     }
 }
 
-/// The line of the first `"field"` key in a JSON text, for error messages.
-fn line_of(text: &str, field: &str) -> Option<usize> {
-    let key = format!("\"{field}\"");
-    let at = text.find(&key)?;
-    Some(text[..at].matches('\n').count() + 1)
-}
-
 impl ModelConfig {
-    /// Parses an HF `config.json` object of any supported family (see the type docs).
-    pub fn from_json_value(value: &Value) -> Result<Self, ModelError> {
-        let map = value
-            .as_object()
-            .ok_or_else(|| invalid("(root)", value, "a JSON object"))?;
-        let config = families::parse_hf(&Fields(map))?;
-        config.validate()?;
-        Ok(config)
-    }
-
-    /// Parses `config.json` text.
-    pub fn from_json_str(text: &str) -> Result<Self, ModelError> {
-        let value: Value = serde_json::from_str(text).map_err(|source| ModelError::Json {
-            path: "<string>".into(),
-            source,
-        })?;
-        Self::from_json_value(&value)
-    }
-
-    /// Reads `config.json` (a file, or a directory holding one). A bad field is reported with
-    /// the file and the line it is on.
-    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ModelError> {
-        let path = path.as_ref();
-        let path = if path.is_dir() {
-            path.join("config.json")
-        } else {
-            path.to_path_buf()
-        };
-        let text = std::fs::read_to_string(&path).map_err(|source| ModelError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let value: Value = serde_json::from_str(&text).map_err(|source| ModelError::Json {
-            path: path.clone(),
-            source,
-        })?;
-        Self::from_json_value(&value).map_err(|e| e.in_file(&path, |f| line_of(&text, f)))
-    }
-
     /// Checks the invariants the model relies on and the [`LIMITS`] (for configs built in code;
     /// parsing checks them too).
     pub fn validate(&self) -> Result<(), ModelError> {
@@ -542,12 +496,6 @@ impl ModelConfig {
             ));
         }
         Ok(())
-    }
-
-    /// The config as HF `config.json` of its family (both rope and dtype spellings, so that
-    /// transformers 4 and 5 read it).
-    pub fn to_json_value(&self) -> Value {
-        families::to_hf(self)
     }
 
     /// `nh / nkv`: query heads per key/value head.
@@ -764,12 +712,5 @@ mod tests {
         c.num_hidden_layers = LIMITS.num_hidden_layers;
         let e = c.validate().unwrap_err();
         assert!(e.to_string().contains("parameter count"), "{e}");
-    }
-
-    #[test]
-    fn the_line_of_a_field_is_found() {
-        let text = "{\n  \"a\": 1,\n  \"head_dim\": 15\n}";
-        assert_eq!(line_of(text, "head_dim"), Some(3));
-        assert_eq!(line_of(text, "absent"), None);
     }
 }

@@ -5,76 +5,21 @@
 //! with a bias on the q, k and v projections. A family's file holds how HF `config.json` spells
 //! it (defaults, refusals) and how it is written back.
 
+mod common;
+pub(crate) mod family;
 pub mod llama;
 pub mod qwen2;
 pub mod qwen3;
 
-use serde_json::{Value, json};
+use std::path::Path;
+
+use serde_json::Value;
 
 use crate::decoder::ModelConfig;
 use crate::decoder::config::{Fields, invalid};
 use crate::error::ModelError;
-
-/// A supported architecture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Family {
-    /// `Qwen3ForCausalLM`: per-head q/k RMSNorm, no biases.
-    Qwen3,
-    /// `LlamaForCausalLM` (Llama 2/3, SmolLM, TinyLlama …).
-    Llama,
-    /// `Qwen2ForCausalLM` (Qwen2, Qwen2.5): Llama with q/k/v biases.
-    Qwen2,
-}
-
-/// Every family, in the order error messages list them.
-pub const FAMILIES: [Family; 3] = [Family::Qwen3, Family::Llama, Family::Qwen2];
-
-impl Family {
-    /// HF `model_type` (also the GGUF `general.architecture`).
-    pub fn model_type(self) -> &'static str {
-        match self {
-            Family::Qwen3 => "qwen3",
-            Family::Llama => "llama",
-            Family::Qwen2 => "qwen2",
-        }
-    }
-
-    /// HF `architectures[0]`.
-    pub fn architecture(self) -> &'static str {
-        match self {
-            Family::Qwen3 => "Qwen3ForCausalLM",
-            Family::Llama => "LlamaForCausalLM",
-            Family::Qwen2 => "Qwen2ForCausalLM",
-        }
-    }
-
-    /// Whether the attention normalises each q and k head (Qwen3's `q_norm` / `k_norm`).
-    pub fn qk_norm(self) -> bool {
-        self == Family::Qwen3
-    }
-
-    /// The family of an HF `model_type` or `architectures` entry.
-    pub fn from_hf_name(name: &str) -> Option<Self> {
-        FAMILIES
-            .into_iter()
-            .find(|f| f.model_type() == name || f.architecture() == name)
-    }
-
-    fn names() -> String {
-        FAMILIES
-            .iter()
-            .map(|f| format!("\"{}\"", f.model_type()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-impl std::fmt::Display for Family {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.model_type())
-    }
-}
+use common::common_hf;
+pub use family::{FAMILIES, Family};
 
 /// Parses a `config.json` object: the family from `model_type` (or `architectures[0]`; Qwen3
 /// when neither is given), then that family's fields.
@@ -107,79 +52,6 @@ pub(crate) fn parse_hf(fields: &Fields) -> Result<ModelConfig, ModelError> {
     }
 }
 
-/// Refusals every family shares: an activation other than SiLU, attention dropout, and
-/// sliding-window attention.
-pub(crate) fn check_common(fields: &Fields) -> Result<(), ModelError> {
-    fields.only("hidden_act", &json!("silu"), "\"silu\"")?;
-    fields.only(
-        "attention_dropout",
-        &json!(0.0),
-        "0.0 (attention dropout is not implemented)",
-    )?;
-    fields.only(
-        "use_sliding_window",
-        &json!(false),
-        "false (sliding-window attention is not supported)",
-    )?;
-    if let Some(v) = fields.get("layer_types") {
-        let ok = v
-            .as_array()
-            .is_some_and(|a| a.iter().all(|t| t.as_str() == Some("full_attention")));
-        if !ok {
-            return Err(invalid(
-                "layer_types",
-                v,
-                "a list of \"full_attention\" (sliding-window layers are not supported)",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The `config.json` fields every family writes; each family's `to_hf` adds its own.
-pub(crate) fn common_hf(c: &ModelConfig) -> serde_json::Map<String, Value> {
-    let eos = match c.eos_token_id.as_slice() {
-        [] => Value::Null,
-        [one] => json!(one),
-        many => json!(many),
-    };
-    let mut rope = json!({ "rope_theta": c.rope_theta, "rope_type": "default" });
-    if let Some(s) = &c.rope_scaling
-        && let (Some(r), Some(extra)) = (rope.as_object_mut(), s.to_json().as_object())
-    {
-        r.extend(extra.clone());
-    }
-    let value = json!({
-        "architectures": [c.family.architecture()],
-        "model_type": c.family.model_type(),
-        "attention_dropout": 0.0,
-        "bos_token_id": c.bos_token_id,
-        "eos_token_id": eos,
-        "head_dim": c.head_dim,
-        "hidden_act": "silu",
-        "hidden_size": c.hidden_size,
-        "initializer_range": c.initializer_range,
-        "intermediate_size": c.intermediate_size,
-        "max_position_embeddings": c.max_position_embeddings,
-        "num_attention_heads": c.num_attention_heads,
-        "num_hidden_layers": c.num_hidden_layers,
-        "num_key_value_heads": c.num_key_value_heads,
-        "rms_norm_eps": c.rms_norm_eps,
-        "rope_theta": c.rope_theta,
-        "rope_scaling": c.rope_scaling.as_ref().map(|s| s.to_json()),
-        "rope_parameters": rope,
-        "tie_word_embeddings": c.tie_word_embeddings,
-        "torch_dtype": c.torch_dtype,
-        "dtype": c.torch_dtype,
-        "use_cache": true,
-        "vocab_size": c.vocab_size,
-    });
-    match value {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    }
-}
-
 /// The config as its family's HF `config.json`.
 pub(crate) fn to_hf(c: &ModelConfig) -> Value {
     let mut map = common_hf(c);
@@ -189,4 +61,70 @@ pub(crate) fn to_hf(c: &ModelConfig) -> Value {
         Family::Qwen2 => qwen2::extend_hf(c, &mut map),
     }
     Value::Object(map)
+}
+
+/// The line of the first `"field"` key in a JSON text, for error messages.
+fn line_of(text: &str, field: &str) -> Option<usize> {
+    let key = format!("\"{field}\"");
+    let at = text.find(&key)?;
+    Some(text[..at].matches('\n').count() + 1)
+}
+
+impl ModelConfig {
+    /// Parses an HF `config.json` object of any supported family (see the type docs).
+    pub fn from_json_value(value: &Value) -> Result<Self, ModelError> {
+        let map = value
+            .as_object()
+            .ok_or_else(|| invalid("(root)", value, "a JSON object"))?;
+        let config = parse_hf(&Fields(map))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses `config.json` text.
+    pub fn from_json_str(text: &str) -> Result<Self, ModelError> {
+        let value: Value = serde_json::from_str(text).map_err(|source| ModelError::Json {
+            path: "<string>".into(),
+            source,
+        })?;
+        Self::from_json_value(&value)
+    }
+
+    /// Reads `config.json` (a file, or a directory holding one). A bad field is reported with
+    /// the file and the line it is on.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ModelError> {
+        let path = path.as_ref();
+        let path = if path.is_dir() {
+            path.join("config.json")
+        } else {
+            path.to_path_buf()
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ModelError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let value: Value = serde_json::from_str(&text).map_err(|source| ModelError::Json {
+            path: path.clone(),
+            source,
+        })?;
+        Self::from_json_value(&value).map_err(|e| e.in_file(&path, |f| line_of(&text, f)))
+    }
+
+    /// The config as HF `config.json` of its family (both rope and dtype spellings, so that
+    /// transformers 4 and 5 read it).
+    pub fn to_json_value(&self) -> Value {
+        to_hf(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_of_a_field_is_found() {
+        let text = "{\n  \"a\": 1,\n  \"head_dim\": 15\n}";
+        assert_eq!(line_of(text, "head_dim"), Some(3));
+        assert_eq!(line_of(text, "absent"), None);
+    }
 }

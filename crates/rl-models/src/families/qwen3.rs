@@ -20,7 +20,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Family, check_common};
+use super::common::check_common;
+use super::family::Family;
 use crate::decoder::ModelConfig;
 use crate::decoder::config::Fields;
 use crate::error::ModelError;

@@ -21,10 +21,8 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-
-use super::quants::{self, GgmlType, QuantError};
 
 /// The four bytes every GGUF file starts with.
 pub const GGUF_MAGIC: [u8; 4] = *b"GGUF";
@@ -46,31 +44,8 @@ mod tensor;
 
 pub use error::GgufError;
 pub use meta::{MetaArray, MetaType, MetaValue};
-use tensor::{dequantize_tensor, read_tensor_bytes, validate_tensor};
-
-/// One tensor's info, validated against the file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TensorInfo {
-    /// Tensor name.
-    pub name: String,
-    /// Dimensions in ggml order (innermost first); empty for a scalar.
-    pub dims: Vec<u64>,
-    /// Element type.
-    pub ggml_type: GgmlType,
-    /// Absolute byte offset of the data in the file.
-    pub offset: u64,
-    /// Byte length of the data.
-    pub n_bytes: u64,
-    /// Element count (product of `dims`).
-    pub n_elements: u64,
-}
-
-impl TensorInfo {
-    /// Dimensions outermost first (the PyTorch shape: `dims` reversed).
-    pub fn shape(&self) -> Vec<usize> {
-        self.dims.iter().rev().map(|&d| d as usize).collect()
-    }
-}
+pub use tensor::TensorInfo;
+use tensor::{RawTensorInfo, dequantize_tensor, read_tensor_bytes, validate_tensor};
 
 /// A parsed GGUF file: metadata and tensor infos. Tensor data stays on disk until read.
 #[derive(Clone, Debug)]
@@ -288,16 +263,6 @@ fn read_array<R: Read>(src: &mut Src<'_, R>, key: &str) -> Result<MetaArray, Ggu
             return Err(type_id_error(src.path, key, elem_offset, elem_id));
         }
     })
-}
-
-/// A tensor info as read, before the checks that need the alignment and data offset.
-struct RawTensorInfo {
-    name: String,
-    info_offset: u64,
-    type_offset: u64,
-    dims: Vec<u64>,
-    type_id: u32,
-    offset: u64,
 }
 
 fn read_tensor_info<R: Read>(src: &mut Src<'_, R>, i: u64) -> Result<RawTensorInfo, GgufError> {

@@ -1,6 +1,44 @@
 //! One tensor: its info validated against the file, its bytes read, dequantized to f32.
 
-use super::*;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::error::GgufError;
+use crate::gguf::quants::{self, GgmlType, QuantError};
+
+/// One tensor's info, validated against the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorInfo {
+    /// Tensor name.
+    pub name: String,
+    /// Dimensions in ggml order (innermost first); empty for a scalar.
+    pub dims: Vec<u64>,
+    /// Element type.
+    pub ggml_type: GgmlType,
+    /// Absolute byte offset of the data in the file.
+    pub offset: u64,
+    /// Byte length of the data.
+    pub n_bytes: u64,
+    /// Element count (product of `dims`).
+    pub n_elements: u64,
+}
+
+impl TensorInfo {
+    /// Dimensions outermost first (the PyTorch shape: `dims` reversed).
+    pub fn shape(&self) -> Vec<usize> {
+        self.dims.iter().rev().map(|&d| d as usize).collect()
+    }
+}
+
+/// A tensor info as read, before the checks that need the alignment and data offset.
+pub(super) struct RawTensorInfo {
+    pub(super) name: String,
+    pub(super) info_offset: u64,
+    pub(super) type_offset: u64,
+    pub(super) dims: Vec<u64>,
+    pub(super) type_id: u32,
+    pub(super) offset: u64,
+}
 
 /// Checks one tensor info against the type table, the alignment and the file size.
 pub(super) fn validate_tensor(

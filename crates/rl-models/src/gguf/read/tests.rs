@@ -1,5 +1,7 @@
 use super::*;
 use std::io::Cursor;
+
+use crate::gguf::quants::GgmlType;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
