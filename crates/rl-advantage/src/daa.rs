@@ -204,7 +204,7 @@ impl Daa {
         match self.lambda_rule {
             LambdaRule::Constant => self.lambda,
             LambdaRule::Theory => {
-                let f = 1.0 / crate::theory::gamma(pass_rate, group_size);
+                let f = 1.0 / crate::theory::formulas::gamma(pass_rate, group_size);
                 let f = self.lambda_min.map_or(f, |lo| f.max(lo));
                 self.lambda_max.map_or(f, |hi| f.min(hi))
             }

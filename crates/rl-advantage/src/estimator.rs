@@ -4,15 +4,14 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daa::{Daa, DaaConfig, LambdaRule, NegativeAdvantage};
-use crate::weight::{PromptWeight, PromptWeighted};
-use crate::{AdvantageError, GroupId, GroupedBatch};
+use crate::daa::Daa;
+use crate::group::{GroupedBatch, all_equal, check_group};
+use crate::weight::PromptWeight;
+use crate::{AdvantageError, GroupId};
 
-mod config;
-mod reinforce_pp;
-
-pub use config::*;
-pub use reinforce_pp::*;
+pub(crate) mod config;
+pub(crate) mod reinforce_pp;
+pub(crate) mod weighted;
 
 /// Names accepted by [`EstimatorConfig::from_name`], in registry order.
 pub const ESTIMATOR_NAMES: [&str; 7] = [
@@ -109,45 +108,7 @@ pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
     }
 }
 
-/// Validates one group: matching lengths, at least 2 samples, finite rewards.
-pub fn check_group(
-    group: GroupId,
-    rewards: &[f64],
-    correct: &[bool],
-) -> Result<(), AdvantageError> {
-    if rewards.len() != correct.len() {
-        return Err(AdvantageError::LengthMismatch {
-            group,
-            rewards: rewards.len(),
-            correct: correct.len(),
-        });
-    }
-    if rewards.len() < 2 {
-        return Err(AdvantageError::GroupTooSmall {
-            group,
-            size: rewards.len(),
-        });
-    }
-    if let Some((index, &value)) = rewards.iter().enumerate().find(|(_, r)| !r.is_finite()) {
-        return Err(AdvantageError::NonFiniteReward {
-            group,
-            index,
-            value,
-        });
-    }
-    Ok(())
-}
-
-fn all_equal(rewards: &[f64], tol: f64) -> bool {
-    let (lo, hi) = rewards
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &r| {
-            (lo.min(r), hi.max(r))
-        });
-    hi - lo <= tol
-}
-
-fn mean(xs: &[f64]) -> f64 {
+pub(crate) fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 

@@ -64,21 +64,22 @@ mod daa;
 pub mod distill;
 mod error;
 mod estimator;
+mod group;
 mod sample;
 pub mod theory;
 mod weight;
 
-pub use batch::{
-    BatchAdvantages, BatchStats, GroupedBatch, Whitening, compute_batch, compute_batch_with_tokens,
-    group_indices,
-};
+pub use batch::{BatchAdvantages, BatchStats, Whitening, compute_batch, compute_batch_with_tokens};
 pub use daa::{
     Daa, DaaConfig, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage,
 };
 pub use error::AdvantageError;
+pub use estimator::config::EstimatorConfig;
+pub use estimator::reinforce_pp::{REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus};
+pub use estimator::weighted::PromptWeighted;
 pub use estimator::{
-    AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, EstimatorConfig, Grpo,
-    REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus, Rloo, StdMode,
+    AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, Grpo, Rloo, StdMode,
 };
+pub use group::{GroupedBatch, group_indices};
 pub use sample::{GroupId, Sample};
-pub use weight::{PROMPT_WEIGHT_NAMES, PromptWeight, PromptWeighted};
+pub use weight::{PROMPT_WEIGHT_NAMES, PromptWeight};

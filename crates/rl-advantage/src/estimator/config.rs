@@ -1,6 +1,16 @@
 //! [`EstimatorConfig`]: an estimator by name with its paper defaults, validated, serialisable.
 
-use super::*;
+use serde::{Deserialize, Serialize};
+
+use super::reinforce_pp::ReinforcePlusPlus;
+use super::weighted::PromptWeighted;
+use super::{
+    AdvantageEstimator, DEFAULT_EPS, DEFAULT_EQUAL_TOL, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, Grpo,
+    Rloo, StdMode,
+};
+use crate::AdvantageError;
+use crate::daa::{DaaConfig, LambdaRule, NegativeAdvantage};
+use crate::weight::PromptWeight;
 
 pub(super) fn default_eps() -> f64 {
     DEFAULT_EPS

@@ -1,7 +1,10 @@
 //! REINFORCE++ (and its group-baseline form): advantages whitened over the whole batch, as verl
 //! computes them.
 
-use super::*;
+use super::{AdvantageEstimator, DEFAULT_EQUAL_TOL, mean};
+use crate::daa::Daa;
+use crate::group::{GroupedBatch, all_equal, check_group};
+use crate::{AdvantageError, GroupId};
 
 /// verl's `masked_whiten` constants: the ε added to the token count in each masked mean and the
 /// ε added to the variance under the square root.
