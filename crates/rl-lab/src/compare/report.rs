@@ -1,7 +1,14 @@
 //! The comparison's report: held-out accuracy by tier and algorithm over seeds, the
 //! dynamic-sampling statistics, and the figure.
 
-use super::*;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use rl_trainer::tasks::demo::ArithmeticDemo;
+use rl_trainer::{StepMetrics, TrainerError, read_metrics};
+
+use super::spec::{BEGIN, CompareSpec, END, budget, run_dir, scale_line};
+use crate::plot::{Panel, Series, save_png};
 
 /// Mean and sample (Bessel, n − 1) standard deviation over seeds; NaN for none, s.d. 0 for one.
 pub(super) fn mean_sample_std(xs: &[f64]) -> (f64, f64) {
