@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from paired_t import half_width
+
 HARD = ["3d+2d", "3d+3d", "2dx1d"]
 K = 16
 BUDGET = 5120
@@ -45,9 +47,6 @@ max_prompts = 1
 every = 0
 keep = 1
 """
-# Two-sided 95 % t quantiles by degrees of freedom.
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-       9: 2.262, 10: 2.228}
 
 
 def sh(cmd, log=None):
@@ -103,7 +102,7 @@ def analyse(runs: list[dict], arms: list[str]) -> dict:
     if len(diffs) >= 2:
         mean = statistics.fmean(diffs)
         sd = statistics.stdev(diffs)
-        half = T95[len(diffs) - 1] * sd / math.sqrt(len(diffs))
+        half = half_width(diffs)
         out.update(mean=mean, sd=sd, ci=[mean - half, mean + half],
                    n_study=max(5, math.ceil(((1.96 + 0.84) * sd / 0.03) ** 2)))
     return out

@@ -32,6 +32,9 @@ import time
 import tomllib
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from paired_t import half_width  # noqa: E402
+
 
 def sh(cmd: list, **kw) -> subprocess.CompletedProcess:
     cmd = [str(c) for c in cmd]
@@ -299,13 +302,12 @@ def report(results: dict, out: Path, job: dict) -> None:
             cells = [mean_sd([get(r[side]["eval"], s)[t] for r in runs.values()]) for t in tiers]
             md.append(f"| {s} | {name} | " + " | ".join(cells) + " |")
     last = eval_steps[-1]
-    t975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
     md += ["", f"Paired by seed (same warm-start, same evaluation seeds), TRL − rlvr at step {last}:", "",
            "| tier | per seed | mean | 95 % t interval |", "|---|---|---|---|"]
     for t in tiers:
         d = [get(r["trl"]["eval"], last)[t] - get(r["rlvr"]["eval"], last)[t] for r in runs.values()]
         if len(d) > 1:
-            half = t975.get(len(d) - 1, 1.96) * statistics.stdev(d) / len(d) ** 0.5
+            half = half_width(d)
             ci = f"[{statistics.mean(d) - half:+.3f}, {statistics.mean(d) + half:+.3f}]"
         else:
             ci = "–"

@@ -89,7 +89,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tools" / "verifier"))
+sys.path.insert(0, str(REPO / "tools"))
 
+from paired_t import half_width  # noqa: E402
 from run import mean_sd, rlvr_config, rlvr_eval, sh, step_timer, trl_config  # noqa: E402
 from last_number_ref import verify as last_number_verify  # noqa: E402
 
@@ -97,7 +99,6 @@ THREADS = 2
 # GRPOConfig settings beyond run.py's mapping of the job: TRL's default gradient checkpointing
 # (recomputing activations in the backward, ~20 % slower) is off, in TRL's favour.
 TRL_OVERRIDES = {"gradient_checkpointing": False}
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def default_rlvr() -> str:
@@ -405,7 +406,7 @@ def report(results: dict, out: Path) -> None:
         d = [get(r["rlvr"]["eval"], end)[t] - get(r["trl"]["eval"], end)[t] for r in runs.values()]
         m = statistics.mean(d)
         if len(d) > 1:
-            half = T975.get(len(d) - 1, 1.96) * statistics.stdev(d) / len(d) ** 0.5
+            half = half_width(d)
             ci, diffs[t] = f"[{m - half:+.3f}, {m + half:+.3f}]", (m, m - half, m + half)
         else:
             ci, diffs[t] = "– (one seed)", (m, None, None)
