@@ -2,8 +2,9 @@
 //! with HF `config.json` field names, the checks every family shares, and the bounds that keep a
 //! hostile file from allocating more than it holds.
 //!
-//! What differs between the families (their `config.json` defaults and refusals, their GGUF
-//! keys) lives in `crate::families`, one file per family.
+//! Reading and writing `config.json` (`ModelConfig::from_file`, `from_json_value`,
+//! `to_json_value`) and what differs between the families (their defaults and refusals, their
+//! GGUF keys) live in `crate::families`, one file per family.
 
 use std::path::{Path, PathBuf};
 
