@@ -37,6 +37,7 @@
 //! Algorithms are presets ([`TrainConfig::apply_preset`]) over one configuration, overridable
 //! field by field in TOML.
 
+mod atomic_dir;
 pub mod benchmark;
 pub mod config;
 pub mod data;
@@ -56,6 +57,7 @@ pub mod probe_records;
 pub mod run;
 pub mod scoring;
 pub mod sft;
+pub mod step_stats;
 pub mod tasks;
 pub mod trainer;
 

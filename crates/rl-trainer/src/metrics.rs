@@ -15,7 +15,8 @@ use rl_sampler::RolloutGroup;
 use crate::TrainerError;
 use crate::eval_report::EvalReport;
 use crate::scoring::ScoredResponse;
-use crate::trainer::{GenerationStats, UpdateStats};
+pub use crate::step_stats::pass_rate_bin;
+use crate::step_stats::{GenerationStats, UpdateStats};
 
 /// Metrics of one training step. Field names are stable: dashboards and `rlvr compare` read
 /// them. Means are over the responses (or tokens) of the step's training batch unless the name
@@ -379,11 +380,6 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
         episodes: EpisodeMetrics::from_stats(&rollout.episodes),
         eval: None,
     }
-}
-
-/// Bins a pass rate into [`StepMetrics::pass_rate_hist`]'s 5 bins.
-pub fn pass_rate_bin(p: f64) -> usize {
-    ((p * 5.0) as usize).min(4)
 }
 
 /// Appends metrics to `metrics.jsonl`.

@@ -13,11 +13,11 @@ use rl_rollout::{
     VllmEngine, VllmOptions,
 };
 
-use super::LocalEngine;
+use super::local::LocalEngine;
 use crate::TrainerError;
+use crate::atomic_dir::atomic_dir;
 use crate::config::{EngineConfig, TrainConfig};
 use crate::policy::Policy;
-use crate::trainer::atomic_dir;
 
 /// The engine of `config.rollout.engine` serving `policy`'s weights as `version`: the
 /// in-process [`LocalEngine`], a llama-server on a GGUF export of the weights (in

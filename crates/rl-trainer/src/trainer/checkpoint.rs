@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RoundReply, Start, SubmittedRound, Trainer, TrainerState};
 use crate::TrainerError;
+use crate::atomic_dir::atomic_dir;
 use crate::config::TrainConfig;
 use crate::engine::Pending;
 use crate::optim::{AdamWOptimizer, first_non_finite_param};
@@ -175,24 +176,6 @@ fn prune(root: &Path, keep: usize) -> Result<(), TrainerError> {
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), TrainerError> {
     std::fs::write(path, bytes).map_err(|e| TrainerError::io(path, e))
-}
-
-/// Fills a temporary sibling folder with `fill`, then renames it to `dir` (replacing an old
-/// one), so that a crash never leaves a half-written `dir`.
-pub(crate) fn atomic_dir(
-    dir: &Path,
-    fill: impl FnOnce(&Path) -> Result<(), TrainerError>,
-) -> Result<(), TrainerError> {
-    let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| TrainerError::io(&tmp, e))?;
-    }
-    std::fs::create_dir_all(&tmp).map_err(|e| TrainerError::io(&tmp, e))?;
-    fill(&tmp)?;
-    if dir.exists() {
-        std::fs::remove_dir_all(dir).map_err(|e| TrainerError::io(dir, e))?;
-    }
-    std::fs::rename(&tmp, dir).map_err(|e| TrainerError::io(dir, e))
 }
 
 /// The checkpoint `out_dir/checkpoints/latest` points at, if any.

@@ -46,16 +46,15 @@ use rl_sampler::{DynamicBatcher, KeepRate, RolloutGroup};
 use rl_verifier::Verifier;
 use serde::{Deserialize, Serialize};
 
+use crate::atomic_dir::atomic_dir;
+pub use crate::step_stats::{EpisodeStats, GenerationStats, UpdateStats};
 use checkpoint::SavedRound;
-pub(crate) use checkpoint::atomic_dir;
 pub use checkpoint::{config_diff, latest_checkpoint};
 pub use distill::TokenAdvantages;
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
-pub use rounds::{
-    CollectedBatch, EpisodeStats, GenerationStats, ReceivedRound, RoundReply, SubmittedRound,
-};
-pub use update::{TrainBatch, UpdateStats, plan_minibatches};
+pub use rounds::{CollectedBatch, ReceivedRound, RoundReply, SubmittedRound};
+pub use update::{TrainBatch, plan_minibatches};
 
 use crate::TrainerError;
 use crate::config::TrainConfig;

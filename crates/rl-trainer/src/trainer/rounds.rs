@@ -4,26 +4,24 @@
 //! [`rl_sampler::RoundSizing`], one seed per chunk of `rollout.generation_batch` sequences),
 //! received ([`Trainer::receive_round`]: stale or aborted groups dropped), scored
 //! ([`crate::scoring::Scorer`]), exchanged between data-parallel workers, numbered, and handed
-//! to the batcher ([`Trainer::collect_batch`]). [`GenerationStats`] sums every response generated
+//! to the batcher ([`Trainer::collect_batch`]). [`GenerationStats`] (in `step_stats.rs`) sums every response generated
 //! in a step's rounds.
-
-use std::collections::BTreeMap;
 
 use burn::tensor::backend::AutodiffBackend;
 use rand::RngCore;
 use rl_advantage::GroupId;
 use rl_env::{EpisodeStart, Task, Trajectory};
 use rl_rollout::{FinishReason, staleness};
-use rl_sampler::{BatchReport, RolloutGroup};
+use rl_sampler::RolloutGroup;
 use rl_verifier::OutcomeCounts;
 
 use super::Trainer;
 use crate::TrainerError;
 use crate::engine::Pending;
-use crate::metrics::pass_rate_bin;
 use crate::parallel::{DroppedGroups, RoundShare, own_requests};
 use crate::policy::Policy;
 use crate::scoring::{ScoredResponse, Scorer, group_completions, round_requests};
+use crate::step_stats::GenerationStats;
 
 /// A round handed to the engine: the prompts (data-set indices) and its rollouts to come.
 pub struct SubmittedRound {
@@ -64,102 +62,6 @@ pub struct CollectedBatch {
     pub groups: Vec<RolloutGroup<ScoredResponse>>,
     /// Sums over every response the step generated.
     pub stats: GenerationStats,
-}
-
-/// Sums over every response generated in a step's rounds (all of them, kept or not).
-#[derive(Clone, Debug, Default)]
-pub struct GenerationStats {
-    /// Responses generated.
-    pub generated: usize,
-    /// Correct responses.
-    pub correct: usize,
-    /// Sum of shaped rewards.
-    pub reward_sum: f64,
-    /// Responses that hit `max_new_tokens`.
-    pub truncated: usize,
-    /// Generated tokens.
-    pub gen_tokens: usize,
-    /// Per tier: (correct, responses).
-    pub tiers: BTreeMap<String, (usize, usize)>,
-    /// Pass-rate histogram of every generated group.
-    pub pass_rate_hist: [usize; 5],
-    /// Verifier outcomes.
-    pub outcomes: OutcomeCounts,
-    /// The batcher's counters for the emitted batch.
-    pub report: BatchReport,
-    /// Groups dropped before scoring: staler than `rollout.max_staleness`, or aborted.
-    pub dropped: DroppedGroups,
-    /// Turns and tool use of the generated episodes (multi-turn runs).
-    pub episodes: EpisodeStats,
-    /// Smallest and largest group generated (they differ with `[rollout.budget]`).
-    pub group_size_range: Option<(usize, usize)>,
-}
-
-/// Sums over generated multi-turn episodes.
-#[derive(Clone, Debug, Default)]
-pub struct EpisodeStats {
-    /// Episodes.
-    pub episodes: usize,
-    /// Assistant turns.
-    pub turns: usize,
-    /// Tool calls.
-    pub tool_calls: usize,
-    /// Episodes with at least one tool call.
-    pub with_tool_calls: usize,
-    /// Tool calls answered with an error.
-    pub tool_errors: usize,
-    /// Observation tokens appended.
-    pub observation_tokens: usize,
-    /// Episodes by how they ended.
-    pub ends: BTreeMap<String, usize>,
-}
-
-impl EpisodeStats {
-    /// Adds one episode with `observation_tokens` observation tokens.
-    pub fn observe(&mut self, e: &crate::scoring::EpisodeSummary, observation_tokens: usize) {
-        self.episodes += 1;
-        self.turns += e.turns;
-        self.tool_calls += e.tool_calls;
-        self.with_tool_calls += (e.tool_calls > 0) as usize;
-        self.tool_errors += e.tool_errors;
-        self.observation_tokens += observation_tokens;
-        *self.ends.entry(e.end.name().to_string()).or_default() += 1;
-    }
-}
-
-impl GenerationStats {
-    /// Adds a scored round.
-    pub fn observe_round(&mut self, groups: &[RolloutGroup<ScoredResponse>]) {
-        for g in groups {
-            let n = g.items.len();
-            self.group_size_range = Some(match self.group_size_range {
-                None => (n, n),
-                Some((lo, hi)) => (lo.min(n), hi.max(n)),
-            });
-            self.pass_rate_hist[pass_rate_bin(g.pass_rate())] += 1;
-            for it in &g.items {
-                self.generated += 1;
-                self.reward_sum += it.reward;
-                self.correct += it.correct as usize;
-                self.truncated += (it.finish == FinishReason::Length) as usize;
-                self.gen_tokens += it.sampled_len();
-                if let Some(e) = &it.episode {
-                    self.episodes
-                        .observe(e, it.response.len() - it.sampled_len());
-                }
-                if let Some(t) = &it.tier {
-                    let e = self.tiers.entry(t.clone()).or_default();
-                    e.0 += it.correct as usize;
-                    e.1 += 1;
-                }
-            }
-        }
-    }
-
-    /// Responses the step charges to the rollout budget: generated and dropped ones.
-    pub fn responses_charged(&self) -> u64 {
-        (self.generated + self.dropped.responses) as u64
-    }
 }
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {

@@ -5,7 +5,7 @@
 use burn::tensor::backend::AutodiffBackend;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
-use rl_loss::{IsStats, LossMetrics};
+use rl_loss::IsStats;
 use rl_sampler::RolloutGroup;
 
 use super::{Behaviour, Trainer};
@@ -17,6 +17,7 @@ use crate::policy_update::{
     FullDistill, OldLogprobs, TrainSeq, UpdateSettings, policy_update_with_teacher,
 };
 use crate::scoring::ScoredResponse;
+use crate::step_stats::UpdateStats;
 
 /// What the update phase trains on: the kept groups, one advantage per response (in group
 /// order), the behaviour phase's log-probs and importance weights, and the mini-batches
@@ -57,27 +58,6 @@ pub fn plan_minibatches(
         }
     }
     plan
-}
-
-/// What a step's updates did.
-#[derive(Clone, Debug, Default)]
-pub struct UpdateStats {
-    /// Loss metrics merged over the applied updates.
-    pub loss: LossMetrics,
-    /// Sum of the applied updates' pre-clip gradient norms.
-    pub grad_norm_sum: f64,
-    /// Updates applied.
-    pub applied: usize,
-    /// Updates skipped (non-finite loss or gradient).
-    pub skipped: usize,
-    /// Prompt + response tokens forwarded, summed over the workers.
-    pub trained_tokens: usize,
-    /// The importance-sampling statistics when π_old came from the update's forward
-    /// ([`Behaviour::old_from_update`]), summed over the workers.
-    pub is_stats: Option<IsStats>,
-    /// With full-vocabulary distillation: the divergence summed over the trained tokens of the
-    /// applied and skipped updates, and their count.
-    pub divergence: Option<(f64, usize)>,
 }
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
