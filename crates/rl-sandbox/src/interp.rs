@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// What the sandbox must let the interpreter read.
 #[derive(Clone, Debug, PartialEq)]

@@ -8,7 +8,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 // Filesystem access rights (ABI 1 unless noted).
 const FS_EXECUTE: u64 = 1 << 0;

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::{Program, Run, SandboxConfig, SandboxError};
+use crate::config::SandboxConfig;
+use crate::error::SandboxError;
+use crate::program::{Program, Run};
 
 /// What a [`Sandbox`] enforces on this machine, as measured by [`Sandbox::new`] (for logs and
 /// run metadata: `serde_json::to_string(sandbox.guarantees())`). See `docs/sandbox.md`.

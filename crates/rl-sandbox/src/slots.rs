@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use crate::SandboxError;
+use crate::error::SandboxError;
 
 /// First outside uid (and gid) of the slots of a root caller.
 pub(crate) const UID_BASE: u32 = 2_000_000_000;

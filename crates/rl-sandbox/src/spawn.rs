@@ -23,9 +23,10 @@ use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 
+use crate::config::Limits;
+use crate::error::SandboxError;
 use crate::report::{self, Record, Stage};
 use crate::sys::{self, call1, call2, call3, call4};
-use crate::{Limits, SandboxError};
 
 /// The uid and gid of the program inside its user namespace.
 pub(crate) const INSIDE_ID: u32 = 1000;

@@ -8,12 +8,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::config::Limits;
+use crate::error::SandboxError;
 use crate::landlock::Rules;
+use crate::program::{Program, Run, Status};
 use crate::report::{self, RECORD_LEN, Record, Stage};
 use crate::slots::Slot;
 use crate::spawn::{self, ChildFds, INSIDE_ID, Plan};
 use crate::workdir::WorkDir;
-use crate::{Limits, Program, Run, SandboxError, Status};
 
 /// Why a run gave no [`Run`].
 #[derive(Debug)]

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use crate::{Limits, SandboxConfig, SandboxError};
+use crate::config::{Limits, SandboxConfig};
+use crate::error::SandboxError;
 
 /// Python 3.11 maps about 30 MiB at start-up; below this it cannot start.
 pub(crate) const MIN_MEMORY: u64 = 64 << 20;

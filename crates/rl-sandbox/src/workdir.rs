@@ -12,7 +12,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::{Program, SandboxError};
+use crate::error::SandboxError;
+use crate::program::Program;
 
 /// Checks the names of `program.files`: relative, no `..`, not empty, not `main.py`.
 pub(crate) fn check_names(program: &Program) -> Result<(), SandboxError> {
