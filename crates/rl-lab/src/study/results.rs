@@ -1,7 +1,13 @@
 //! A study's finished runs read back (per seed and arm) and the verdicts on their paired
 //! differences.
 
-use super::*;
+use rl_trainer::tasks::demo::ArithmeticDemo;
+use rl_trainer::{EvalReport, StepMetrics, TrainerError, read_metrics};
+
+use crate::compare::{CompareSpec, evals, hard_mixed_fraction, is_complete, run_dir};
+use crate::stats::Paired;
+
+use super::spec::{Setting, StudySpec, compare_spec};
 
 /// A finished run's numbers.
 #[derive(Clone, Debug)]

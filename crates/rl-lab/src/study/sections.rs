@@ -1,7 +1,23 @@
 //! The report's sections on the paired runs: the primary comparison, the ablation, the runs,
 //! the methods and the conclusion.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use rl_trainer::TrainerError;
+
+use crate::compare::is_complete;
+use crate::plot::{Panel, Series, save_png};
+use crate::stats::{Paired, paired_sample_size};
+
+use super::results::{
+    Pairs, RunResult, Verdict, classify, diffs, f3, load_pairs, s3, tier_avg, tier_se, verdict,
+    verdict_of,
+};
+use super::spec::{
+    Ablation, Correction, FAMILY_ALPHA, Setting, StudySpec, ablation_algorithm, compare_spec, plan,
+};
 
 pub(super) fn pairs_section(
     md: &mut String,

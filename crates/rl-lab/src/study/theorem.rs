@@ -1,7 +1,22 @@
 //! The Theorem 3.1 section: the probe's groups binned by estimated pass rate against the
 //! theorem's closed forms.
 
-use super::*;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use rl_advantage::theory::{
+    correct_survival, group_survival, unfiltered_advantage, wrong_survival,
+};
+use rl_advantage::{GroupId, Sample, compute_batch};
+use rl_trainer::TrainerError;
+use rl_trainer::probe_records::{ProbeRecord, read_probe};
+
+use crate::compare::{is_complete, run_config, run_dir};
+use crate::plot::{Panel, Series};
+
+use super::results::f3;
+use super::sections::{draw, untimed};
+use super::spec::{StudySpec, Theorem, compare_spec};
 
 /// One bin of the theorem table.
 #[derive(Clone, Debug, Default, PartialEq)]
