@@ -75,6 +75,7 @@ pub mod logprobs;
 pub mod safetensors_io;
 pub mod threads;
 pub mod tokenizer;
+mod tokenizer_source;
 
 pub use decoder::{
     AttentionMask, CausalLm, Checkpointing, ComputeDtype, KvCache, LoraConfig, MemoryPlan,

@@ -14,14 +14,10 @@
 //! Whether a backend can run bf16 is its own answer (`Backend::supports_dtype`): burn-flex (CPU)
 //! stores bf16 and computes each kernel in f32 before rounding; CUDA computes bf16 natively (f32
 //! accumulation in matmuls and sums); burn's wgpu compiles WGSL, which has no bf16, so
-//! [`CausalLm::with_compute_dtype`] refuses it there (docs/models.md, "bf16").
+//! `CausalLm::with_compute_dtype` refuses it there (docs/models.md, "bf16").
 
-use burn::module::{Module, ModuleMapper, Param};
 use burn::tensor::backend::Backend;
-use burn::tensor::{DType, FloatDType, Tensor};
-
-use super::CausalLm;
-use crate::error::ModelError;
+use burn::tensor::{DType, FloatDType};
 
 /// The floating-point type of the forward pass (config `model.dtype`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -74,46 +70,4 @@ impl std::str::FromStr for ComputeDtype {
 /// Whether the backend of `device` stores and computes `dtype`.
 pub fn backend_supports<B: Backend>(dtype: ComputeDtype, device: &B::Device) -> bool {
     B::supports_dtype(device, DType::from(dtype.float()))
-}
-
-/// Casts every float parameter to one dtype, keeping its id.
-struct CastParams(FloatDType);
-
-impl<B: Backend> ModuleMapper<B> for CastParams {
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
-        let (id, tensor, mapper) = param.consume();
-        Param::from_mapped_value(id, tensor.cast(self.0), mapper)
-    }
-}
-
-impl<B: Backend> CausalLm<B> {
-    /// The dtype of the forward pass.
-    pub fn compute_dtype(&self) -> ComputeDtype {
-        self.dtype
-    }
-
-    /// This model computing in `dtype`; the parameters are unchanged (f32 masters). Errors with
-    /// the backend's name when its device cannot compute in `dtype`.
-    pub fn with_compute_dtype(mut self, dtype: ComputeDtype) -> Result<Self, ModelError> {
-        if !backend_supports::<B>(dtype, &self.device()) {
-            return Err(ModelError::InvalidInput(format!(
-                "the backend {} cannot compute in {dtype} on this device (supports_dtype is \
-                 false; burn's wgpu compiles WGSL, which has no bf16); use dtype = \"f32\"",
-                B::name(&self.device())
-            )));
-        }
-        self.dtype = dtype;
-        Ok(self)
-    }
-
-    /// This model with its parameters stored in the compute dtype: for copies that only run
-    /// forward (generation, scoring), so that no step re-casts the weights. Do not train or save
-    /// such a copy: its parameters have lost the f32 masters' precision.
-    pub fn with_weights_in_compute_dtype(self) -> Self {
-        if self.dtype == ComputeDtype::F32 {
-            return self;
-        }
-        let dtype = self.dtype.float();
-        self.map(&mut CastParams(dtype))
-    }
 }

@@ -6,8 +6,8 @@ use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 
 use super::CausalLm;
 use super::kv_cache::KvCache;
-use super::layers::matmul_hf;
 use super::mask::AttentionMask;
+use super::matmul::matmul_hf;
 use crate::error::ModelError;
 use crate::logprobs::{EntropyMode, TokenLogProbs, VocabAxis, logprobs_from_logits_2d};
 

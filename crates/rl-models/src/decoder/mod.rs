@@ -11,24 +11,30 @@
 //! Submodules by concern, their public items re-exported here: `config` ([`ModelConfig`], HF
 //! `config.json`, and the bounds on its sizes), `dtype` ([`ComputeDtype`]: f32, or bf16 with
 //! f32 masters), `mask` ([`AttentionMask`]), `rope` (rotary tables, `llama3` scaling),
-//! `kv_cache` ([`KvCache`]), `layers` (linear, norm, attention, MLP, decoder block, GEMM
-//! orientation), `weights` (init, load, save), `model` ([`CausalLm`]: forward, hidden states),
-//! `head` (LM head, chunked log-probs), `lora` (PEFT adapters) and `train_pass`
+//! `kv_cache` ([`KvCache`]), `layers` (linear, norm, attention, MLP, decoder block), `matmul`
+//! (GEMM orientation), `checkpoint_layout` (a config's tensor names and shapes), `weights`
+//! (init, load, save), `model` ([`CausalLm`]: forward, hidden states, compute dtype), `head` (LM
+//! head, chunked log-probs), `lora` (the adapter), `lora_model` (adapters on a model, PEFT
+//! files) and `train_pass`
 //! ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked head backward and
 //! per-layer checkpointing).
 
+mod checkpoint_layout;
 pub(crate) mod config;
 mod dtype;
 mod head;
 mod kv_cache;
 mod layers;
 mod lora;
+mod lora_model;
 mod mask;
+mod matmul;
 mod model;
 mod rope;
 mod train_pass;
 mod weights;
 
+pub(crate) use checkpoint_layout::expected_tensors;
 pub use config::{LIMITS, Limits, ModelConfig, RopeScaling};
 pub use dtype::{ComputeDtype, backend_supports};
 pub use kv_cache::KvCache;
@@ -38,4 +44,3 @@ pub use mask::AttentionMask;
 pub use model::CausalLm;
 pub use train_pass::{Checkpointing, MemoryPlan, WindowPass};
 pub use weights::HfTensor;
-pub(crate) use weights::expected_tensors;

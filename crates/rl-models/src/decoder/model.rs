@@ -1,13 +1,13 @@
 //! The [`CausalLm`] model: embedding, decoder stack with masks, positions and KV cache, final hidden
 //! states and logits.
 
-use burn::module::Module;
+use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::Embedding;
 use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
+use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 
 use super::ModelConfig;
-use super::dtype::ComputeDtype;
+use super::dtype::{ComputeDtype, backend_supports};
 use super::kv_cache::KvCache;
 use super::layers::{DecoderLayer, Linear, RmsNorm, Step};
 use super::lora::LoraConfig;
@@ -234,5 +234,47 @@ impl<B: Backend> CausalLm<B> {
             bias,
             write: cache.map(|c| c.plan(l).0),
         }
+    }
+}
+
+/// Casts every float parameter to one dtype, keeping its id.
+struct CastParams(FloatDType);
+
+impl<B: Backend> ModuleMapper<B> for CastParams {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let (id, tensor, mapper) = param.consume();
+        Param::from_mapped_value(id, tensor.cast(self.0), mapper)
+    }
+}
+
+impl<B: Backend> CausalLm<B> {
+    /// The dtype of the forward pass.
+    pub fn compute_dtype(&self) -> ComputeDtype {
+        self.dtype
+    }
+
+    /// This model computing in `dtype`; the parameters are unchanged (f32 masters). Errors with
+    /// the backend's name when its device cannot compute in `dtype`.
+    pub fn with_compute_dtype(mut self, dtype: ComputeDtype) -> Result<Self, ModelError> {
+        if !backend_supports::<B>(dtype, &self.device()) {
+            return Err(ModelError::InvalidInput(format!(
+                "the backend {} cannot compute in {dtype} on this device (supports_dtype is \
+                 false; burn's wgpu compiles WGSL, which has no bf16); use dtype = \"f32\"",
+                B::name(&self.device())
+            )));
+        }
+        self.dtype = dtype;
+        Ok(self)
+    }
+
+    /// This model with its parameters stored in the compute dtype: for copies that only run
+    /// forward (generation, scoring), so that no step re-casts the weights. Do not train or save
+    /// such a copy: its parameters have lost the f32 masters' precision.
+    pub fn with_weights_in_compute_dtype(self) -> Self {
+        if self.dtype == ComputeDtype::F32 {
+            return self;
+        }
+        let dtype = self.dtype.float();
+        self.map(&mut CastParams(dtype))
     }
 }
