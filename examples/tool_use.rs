@@ -26,7 +26,7 @@ use clap::Parser;
 use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
 use rlvr::models::CausalLm;
 use rlvr::progress::Progress;
-use rlvr::trainer::benchmark::read_samples;
+use rlvr::trainer::eval::benchmark::read_samples;
 use rlvr::trainer::tasks::ToolUseDemo;
 use rlvr::trainer::{TrainConfig, Trainer, TrainerError};
 

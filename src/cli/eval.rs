@@ -1,6 +1,6 @@
 //! `rlvr eval --model DIR --data FILE`: k samples per prompt through any rollout engine, each
 //! verified; avg@n, unbiased pass@k and maj@k with standard errors and bootstrap intervals,
-//! overall and by the tier column (`rl_trainer::benchmark`).
+//! overall and by the tier column (`rl_trainer::eval`).
 //!
 //! `--config` is a training config (TOML, every field optional): its `[data]` section names the
 //! columns, template and chat template, `reward.verifier` the verifier, `[rollout.engine]` the
@@ -17,12 +17,12 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
 use rl_models::{CausalLm, Tokenizer};
-use rl_trainer::benchmark::{
+use rl_trainer::eval::benchmark::{
     BenchmarkSettings, BenchmarkSummary, Scoring, append_samples, markdown_table, read_samples,
     sample_benchmark, summarize, write_samples,
 };
-use rl_trainer::config::{AnswerFormat, DataSection};
 use rl_trainer::data::{Dataset, PromptRenderer};
+use rl_trainer::eval::presets::{BENCHMARK_PRESETS, apply_benchmark_preset, default_ks};
 use rl_trainer::multi_turn::Episodes;
 use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
 use rl_verifier::Bootstrap;
@@ -49,7 +49,7 @@ pub struct EvalArgs {
     /// Column names and answer format of a benchmark's usual layout: `aime` (problem, answer),
     /// `math500` (problem, the boxed answer of solution, tier = level), `gsm8k` (question, the
     /// answer after ####), `dapo17k` (prompt, reward_model.ground_truth).
-    #[arg(long, value_parser = ["aime", "math500", "gsm8k", "dapo17k"])]
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(BENCHMARK_PRESETS))]
     pub preset: Option<String>,
     /// The problem column (overrides the preset and the config).
     #[arg(long)]
@@ -106,39 +106,10 @@ struct Job<'a> {
     skipped: Vec<String>,
 }
 
-/// 1, the powers of two below `k`, and `k`.
-fn default_ks(k: usize) -> Vec<usize> {
-    let mut ks: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 2))
-        .take_while(|&x| x < k)
-        .collect();
-    ks.push(k);
-    ks.dedup();
-    ks
-}
-
-/// The `[data]` columns of a benchmark preset.
-fn apply_preset(data: &mut DataSection, preset: &str) {
-    let (prompt, answer, format, tier) = match preset {
-        "aime" => ("problem", "answer", AnswerFormat::AsIs, None),
-        "math500" => ("problem", "solution", AnswerFormat::Boxed, Some("level")),
-        "gsm8k" => ("question", "answer", AnswerFormat::AfterHashes, None),
-        _ => (
-            "prompt",
-            "reward_model.ground_truth",
-            AnswerFormat::AsIs,
-            None,
-        ),
-    };
-    data.prompt_key = prompt.into();
-    data.answer_key = answer.into();
-    data.answer_format = format;
-    data.tier_key = tier.map(String::from);
-}
-
 fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError> {
     let mut base = TrainConfig::default();
     if let Some(p) = &args.preset {
-        apply_preset(&mut base.data, p);
+        apply_benchmark_preset(&mut base.data, p)?;
     }
     let mut config = match &args.config {
         Some(path) => TrainConfig::from_toml_file(path, &base)?,
@@ -522,7 +493,7 @@ mod tests {
         assert_eq!(s["overall"]["avg"]["prompts"], 2);
         assert_eq!(s["skipped_records"].as_array().unwrap().len(), 1);
         let ids: BTreeSet<u64> =
-            rl_trainer::benchmark::read_samples(&args.out.join("samples.jsonl"), 4)
+            rl_trainer::eval::benchmark::read_samples(&args.out.join("samples.jsonl"), 4)
                 .unwrap()
                 .iter()
                 .map(|r| r.prompt)
@@ -642,18 +613,5 @@ mod tests {
         let (code, table, err) = crate::cli::run_captured("", |io| run(args.clone(), io));
         assert_eq!(code, EXIT_OK, "{err}");
         assert!(table.contains("| Level 5 | 1 |"), "{table}");
-        let mut dapo = TrainConfig::default().data;
-        apply_preset(&mut dapo, "math500");
-        assert_eq!(
-            (dapo.answer_key.as_str(), dapo.answer_format),
-            ("solution", AnswerFormat::Boxed)
-        );
-    }
-
-    #[test]
-    fn default_ks_are_powers_of_two_and_k() {
-        assert_eq!(default_ks(1), vec![1]);
-        assert_eq!(default_ks(8), vec![1, 2, 4, 8]);
-        assert_eq!(default_ks(12), vec![1, 2, 4, 8, 12]);
     }
 }

@@ -38,14 +38,13 @@
 //! field by field in TOML.
 
 mod atomic_dir;
-pub mod benchmark;
 pub mod config;
 pub mod data;
 #[cfg(feature = "distributed")]
 pub mod distributed;
 pub mod engine;
 mod error;
-pub mod eval_report;
+pub mod eval;
 pub mod memory;
 pub mod metrics;
 pub mod multi_turn;
@@ -64,7 +63,7 @@ pub mod trainer;
 pub use config::{ALGORITHMS, DistillForm, DistillSection, TrainConfig};
 pub use engine::{EngineHandle, EngineThread, LocalEngine, LocalModel, build_engine};
 pub use error::TrainerError;
-pub use eval_report::{EvalReport, TierEval};
+pub use eval::{EvalReport, TierEval};
 pub use metrics::{StepMetrics, read_metrics};
 pub use parallel::{Collective, DataParallel, SingleProcess};
 pub use policy::Policy;

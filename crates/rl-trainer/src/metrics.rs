@@ -13,7 +13,7 @@ use rl_rollout::staleness;
 use rl_sampler::RolloutGroup;
 
 use crate::TrainerError;
-use crate::eval_report::EvalReport;
+use crate::eval::EvalReport;
 use crate::scoring::ScoredResponse;
 pub use crate::step_stats::pass_rate_bin;
 use crate::step_stats::{GenerationStats, UpdateStats};

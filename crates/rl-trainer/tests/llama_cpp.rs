@@ -600,7 +600,7 @@ fn evaluation_goes_through_llama_server_and_matches_in_process_when_greedy() {
         )
         .unwrap()
     };
-    let texts = |records: Vec<rl_trainer::benchmark::SampleRecord>| -> Vec<String> {
+    let texts = |records: Vec<rl_trainer::eval::benchmark::SampleRecord>| -> Vec<String> {
         records.into_iter().map(|r| r.text).collect()
     };
     let local = texts(trainer(&dir.join("local")).eval_samples().unwrap().unwrap());

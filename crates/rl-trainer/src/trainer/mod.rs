@@ -10,8 +10,8 @@
 //! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
 //! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
 //!
-//! Around the loop: `checkpoint.rs` (atomic save, exact resume), `eval.rs` (held-out
-//! evaluation, `rlvr eval`'s code), `probe.rs` (the Theorem 3.1 probe), `prompts.rs` (rendering
+//! Around the loop: `checkpoint.rs` (atomic save, exact resume), `held_out.rs` (held-out
+//! evaluation through [`crate::eval`], `rlvr eval`'s code), `probe.rs` (the Theorem 3.1 probe), `prompts.rs` (rendering
 //! and caching prompt ids).
 //! Data parallelism is [`DataParallel`], called unconditionally by the phases: a single process
 //! is its world of one.
@@ -25,7 +25,7 @@
 
 mod checkpoint;
 mod distill;
-mod eval;
+mod held_out;
 mod logprobs;
 mod probe;
 mod prompts;

@@ -1,5 +1,5 @@
 //! avg@k and pass@k on held-out prompts, overall and by difficulty tier, with their standard
-//! errors over prompts: the trainer's summary of [`crate::benchmark`]'s verified samples.
+//! errors over prompts: the trainer's summary of [`super::benchmark`]'s verified samples.
 
 use std::collections::BTreeMap;
 
@@ -7,7 +7,7 @@ use rl_verifier::{Bootstrap, Noise, Scores};
 use serde::{Deserialize, Serialize};
 
 use crate::TrainerError;
-use crate::benchmark::{SampleRecord, summarize};
+use super::benchmark::{SampleRecord, summarize};
 
 /// Accuracy of one set of prompts with k samples each.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

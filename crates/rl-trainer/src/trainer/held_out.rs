@@ -1,13 +1,13 @@
 //! Held-out evaluation (avg@k, pass@k by tier with standard errors: [`EvalReport`]): the
-//! held-out prompts sampled through the run's rollout engine by [`benchmark::sample_benchmark`],
+//! held-out prompts sampled through the run's rollout engine by [`crate::eval::benchmark::sample_benchmark`],
 //! the code `rlvr eval` runs, with the run's seed.
 
 use burn::tensor::backend::AutodiffBackend;
 
 use super::Trainer;
 use crate::TrainerError;
-use crate::benchmark::{self, BenchmarkSettings, SampleRecord, Scoring};
-use crate::eval_report::EvalReport;
+use crate::eval::benchmark::{self, BenchmarkSettings, SampleRecord, Scoring};
+use crate::eval::EvalReport;
 use crate::policy::Policy;
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
