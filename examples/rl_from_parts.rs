@@ -34,7 +34,7 @@ use rl_loss::{GlobalCounts, LossConfig, LossInput, PolicyLoss, compute_loss, mas
 use rl_models::{CausalLm, EntropyMode};
 use rl_rollout::{Completion, GenerateRequest, RolloutEngine, SamplingParams, WeightsRef};
 use rl_sampler::{
-    BatcherConfig, DynamicBatcher, FilterConfig, FilterMetric, OnExhausted, RolloutGroup,
+    BatcherConfig, DynamicBatcher, FilterConfig, FilterMetric, OnExhausted, RolloutGroup, Scored,
 };
 use rl_trainer::data::PromptRenderer;
 use rl_trainer::scoring::strip_end_tokens;
@@ -85,6 +85,26 @@ struct StepLog {
     seen: usize,
     amplified: usize,
     loss: f64,
+}
+
+/// One sampled response and its score: the batcher reads the score ([`Scored`]), the update
+/// the prompt and the tokens.
+#[derive(Clone, Debug)]
+struct Rollout {
+    prompt: usize,
+    completion: Completion,
+    reward: f64,
+    correct: bool,
+}
+
+impl Scored for Rollout {
+    fn reward(&self) -> f64 {
+        self.reward
+    }
+
+    fn correct(&self) -> bool {
+        self.correct
+    }
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -186,28 +206,27 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
             let completions = engine.generate(&requests)?;
             let mut groups = Vec::new();
             for (&i, samples) in round.iter().zip(completions) {
-                let mut rewards_g = Vec::new();
-                let mut correct_g = Vec::new();
-                for c in &samples {
-                    let text = tok.decode(strip_end_tokens(&c.tokens, &end_ids), false)?;
+                let mut items = Vec::new();
+                for completion in samples {
+                    let text = tok.decode(strip_end_tokens(&completion.tokens, &end_ids), false)?;
                     let outcome = verifier
                         .verify(&text, &data.train.prompts[i].answer)
                         .outcome;
-                    rewards_g.push(rewards.reward(&outcome));
-                    correct_g.push(outcome.is_correct());
+                    items.push(Rollout {
+                        prompt: i,
+                        completion,
+                        reward: rewards.reward(&outcome),
+                        correct: outcome.is_correct(),
+                    });
                 }
-                generated += samples.len();
-                correct += correct_g.iter().filter(|&&c| c).count();
-                groups.push(RolloutGroup {
+                let group = RolloutGroup {
                     group: GroupId(next_group),
                     prompt: i as u64,
-                    rewards: rewards_g,
-                    correct: correct_g,
-                    items: samples
-                        .into_iter()
-                        .map(|c| (i, c))
-                        .collect::<Vec<(usize, Completion)>>(),
-                });
+                    items,
+                };
+                generated += group.items.len();
+                correct += group.correct_count();
+                groups.push(group);
                 next_group += 1;
             }
             if let Some(batch) = batcher.push_round(groups)? {
@@ -219,22 +238,19 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
         let samples: Vec<Sample> = batch
             .groups
             .iter()
-            .flat_map(|g| {
-                (0..g.items.len()).map(move |k| Sample::new(g.group, g.rewards[k], g.correct[k]))
-            })
+            .flat_map(|g| g.items.iter().map(|r| Sample::new(g.group, r.reward, r.correct)))
             .collect();
         let adv = compute_batch(estimator.as_ref(), &samples, None)?;
-        let items: Vec<&(usize, Completion)> =
-            batch.groups.iter().flat_map(|g| g.items.iter()).collect();
+        let items: Vec<&Rollout> = batch.groups.iter().flat_map(|g| g.items.iter()).collect();
 
         // --- π_old: the engine's weights are the policy's (synchronous), so its log-probs
         //     are π_old up to rounding; an off-policy engine would need the trainer's here ----
         let seqs: Vec<Vec<u32>> = items
             .iter()
-            .map(|(i, c)| [prompts[*i].as_slice(), &c.tokens].concat())
+            .map(|r| [prompts[r.prompt].as_slice(), &r.completion.tokens].concat())
             .collect();
-        let starts: Vec<usize> = items.iter().map(|(i, _)| prompts[*i].len() - 1).collect();
-        let lengths: Vec<usize> = items.iter().map(|(_, c)| c.tokens.len()).collect();
+        let starts: Vec<usize> = items.iter().map(|r| prompts[r.prompt].len() - 1).collect();
+        let lengths: Vec<usize> = items.iter().map(|r| r.completion.tokens.len()).collect();
         let width = lengths.iter().copied().max().unwrap_or(1).max(1);
         let old = model.logprobs_detached(&seqs, &starts, width, 1.0)?;
 

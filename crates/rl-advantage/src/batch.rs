@@ -111,11 +111,11 @@ fn compute(
     }
     if let Some(w) = whitening {
         if !(w.eps.is_finite() && w.eps >= 0.0) {
-            return Err(AdvantageError::InvalidConfig {
+            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                 field: "whitening.eps",
                 value: w.eps.to_string(),
                 expected: "a finite number >= 0",
-            });
+            }));
         }
         let (m, s) = batch_mean_population_std(&advantages);
         for a in &mut advantages {

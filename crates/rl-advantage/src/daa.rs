@@ -9,9 +9,6 @@ pub const DEFAULT_LAMBDA: f64 = 2.0;
 /// Default difficulty threshold τ.
 pub const DEFAULT_TAU: f64 = 0.5;
 
-/// Valid values of [`NegativeAdvantage`], as written in configs.
-pub const NEGATIVE_ADVANTAGE_NAMES: [&str; 2] = ["keep", "amplify"];
-
 /// What DAA does to a correct response of a hard group whose advantage Â is negative.
 ///
 /// The paper's rule, Ã_i = λ·Â_i for correct responses of groups with p̂ < τ, is written for
@@ -32,20 +29,17 @@ pub enum NegativeAdvantage {
     Amplify,
 }
 
-impl NegativeAdvantage {
+rl_core::registry! {
+    /// Valid values of [`NegativeAdvantage`], as written in configs.
+    pub const NEGATIVE_ADVANTAGE_NAMES;
     /// Parses `keep` or `amplify`.
-    pub fn from_name(name: &str) -> Result<Self, AdvantageError> {
-        match name {
-            "keep" => Ok(Self::Keep),
-            "amplify" => Ok(Self::Amplify),
-            other => Err(AdvantageError::InvalidConfig {
-                field: "negative_advantage",
-                value: other.to_string(),
-                expected: "one of: keep, amplify",
-            }),
-        }
+    fn NegativeAdvantage::from_name -> AdvantageError, kind "`negative_advantage` value" {
+        "keep" => NegativeAdvantage::Keep,
+        "amplify" => NegativeAdvantage::Amplify,
     }
+}
 
+impl NegativeAdvantage {
     /// The name as written in configs.
     pub fn name(self) -> &'static str {
         match self {
@@ -142,18 +136,18 @@ impl Daa {
     /// Validated constructor (negative advantages of correct responses kept, the default).
     pub fn new(lambda: f64, tau: f64) -> Result<Self, AdvantageError> {
         if !(lambda.is_finite() && lambda > 0.0) {
-            return Err(AdvantageError::InvalidConfig {
+            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                 field: "lambda",
                 value: lambda.to_string(),
                 expected: "a finite number > 0 (1 disables amplification)",
-            });
+            }));
         }
         if !(tau.is_finite() && tau > 0.0 && tau <= 1.0) {
-            return Err(AdvantageError::InvalidConfig {
+            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                 field: "tau",
                 value: tau.to_string(),
                 expected: "a number in (0, 1]",
-            });
+            }));
         }
         Ok(Self {
             lambda,
@@ -174,21 +168,21 @@ impl Daa {
             if let Some(b) = bound
                 && !(b.is_finite() && b > 0.0)
             {
-                return Err(AdvantageError::InvalidConfig {
+                return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                     field,
                     value: b.to_string(),
                     expected: "a finite number > 0",
-                });
+                }));
             }
         }
         if let (Some(lo), Some(hi)) = (lambda_min, lambda_max)
             && lo > hi
         {
-            return Err(AdvantageError::InvalidConfig {
+            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                 field: "lambda_min",
                 value: format!("{lo} > lambda_max = {hi}"),
                 expected: "lambda_min <= lambda_max",
-            });
+            }));
         }
         Ok(Self {
             lambda_rule: rule,

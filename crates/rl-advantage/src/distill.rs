@@ -28,18 +28,18 @@ impl DistillSignal {
     /// Checks both weights (finite; `coef` > 0, `reward_weight` ≥ 0).
     pub fn new(coef: f64, reward_weight: f64) -> Result<Self, AdvantageError> {
         if !(coef.is_finite() && coef > 0.0) {
-            return Err(AdvantageError::InvalidConfig {
+            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                 field: "distill.coef",
                 value: coef.to_string(),
                 expected: "a finite number > 0",
-            });
+            }));
         }
         if !(reward_weight.is_finite() && reward_weight >= 0.0) {
-            return Err(AdvantageError::InvalidConfig {
+            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                 field: "distill.reward_weight",
                 value: reward_weight.to_string(),
                 expected: "a finite number ≥ 0 (0: distillation only)",
-            });
+            }));
         }
         Ok(Self {
             coef,
@@ -69,11 +69,11 @@ impl DistillSignal {
             .enumerate()
             .map(|(t, (&s, &q))| {
                 if !(s.is_finite() && q.is_finite()) {
-                    return Err(AdvantageError::InvalidConfig {
+                    return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                         field: "distill log-probs",
                         value: format!("token {t}: student {s}, teacher {q}"),
                         expected: "finite log-probs",
-                    });
+                    }));
                 }
                 Ok((base + self.coef * (f64::from(q) - f64::from(s))) as f32)
             })

@@ -3,24 +3,12 @@ use crate::GroupId;
 /// Everything that can go wrong when configuring or computing advantages.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AdvantageError {
-    /// An estimator name that is not registered.
-    #[error("unknown advantage estimator `{name}`; valid names: {}", valid.join(", "))]
-    UnknownEstimator {
-        /// What was asked for.
-        name: String,
-        /// The registered names.
-        valid: Vec<&'static str>,
-    },
+    /// A name no registry entry has.
+    #[error(transparent)]
+    UnknownName(#[from] rl_core::UnknownName),
     /// An invalid configuration value.
-    #[error("invalid value for `{field}`: {value} ({expected})")]
-    InvalidConfig {
-        /// The field name as written in configs.
-        field: &'static str,
-        /// The offending value.
-        value: String,
-        /// What is accepted.
-        expected: &'static str,
-    },
+    #[error(transparent)]
+    InvalidConfig(#[from] rl_core::InvalidValue),
     /// A group smaller than 2: no baseline exists.
     #[error("group {group} has {size} sample(s); group-relative advantages need at least 2")]
     GroupTooSmall {

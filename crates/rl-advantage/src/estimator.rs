@@ -13,17 +13,6 @@ pub(crate) mod config;
 pub(crate) mod reinforce_pp;
 pub(crate) mod weighted;
 
-/// Names accepted by [`EstimatorConfig::from_name`], in registry order.
-pub const ESTIMATOR_NAMES: [&str; 7] = [
-    "grpo",
-    "dr_grpo",
-    "rloo",
-    "dapo",
-    "da3po",
-    "reinforce_plus_plus",
-    "reinforce_plus_plus_baseline",
-];
-
 /// Default ε added to the group std (verl's value).
 pub const DEFAULT_EPS: f64 = 1e-6;
 /// Default tolerance under which a group's rewards count as all equal (max − min ≤ tol).
@@ -40,18 +29,13 @@ pub enum StdMode {
     Population,
 }
 
-impl StdMode {
+rl_core::registry! {
+    /// Valid values of [`StdMode`], as written in configs.
+    pub const STD_NAMES;
     /// Parses `sample` or `population`.
-    pub fn from_name(name: &str) -> Result<Self, AdvantageError> {
-        match name {
-            "sample" => Ok(StdMode::Sample),
-            "population" => Ok(StdMode::Population),
-            other => Err(AdvantageError::InvalidConfig {
-                field: "std",
-                value: other.to_string(),
-                expected: "one of: sample, population",
-            }),
-        }
+    fn StdMode::from_name -> AdvantageError, kind "`std` value" {
+        "sample" => StdMode::Sample,
+        "population" => StdMode::Population,
     }
 }
 

@@ -74,12 +74,13 @@ pub use daa::{
     Daa, DaaConfig, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage,
 };
 pub use error::AdvantageError;
-pub use estimator::config::EstimatorConfig;
+pub use estimator::config::{ESTIMATOR_NAMES, EstimatorConfig};
 pub use estimator::reinforce_pp::{REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus};
 pub use estimator::weighted::PromptWeighted;
 pub use estimator::{
-    AdvantageEstimator, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, Grpo, Rloo, StdMode,
+    AdvantageEstimator, Da3po, Dapo, DrGrpo, Grpo, Rloo, STD_NAMES, StdMode,
 };
 pub use group::{GroupedBatch, group_indices};
-pub use sample::{GroupId, Sample};
+pub use rl_core::{GroupId, InvalidValue, UnknownName};
+pub use sample::Sample;
 pub use weight::{PROMPT_WEIGHT_NAMES, PromptWeight};

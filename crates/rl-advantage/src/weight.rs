@@ -13,9 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{AdvantageError, Daa};
 
-/// Valid values of [`PromptWeight`], as written in configs.
-pub const PROMPT_WEIGHT_NAMES: [&str; 2] = ["none", "linear_r"];
-
 /// A weight w(p̂) of a whole group's advantages, from the group's pass rate p̂ = #correct / G
 /// (the verifier's flags, as for DAA).
 ///
@@ -38,21 +35,18 @@ pub enum PromptWeight {
     LinearR,
 }
 
-impl PromptWeight {
+rl_core::registry! {
+    /// Valid values of [`PromptWeight`], as written in configs (the paper's Sqrt-R, Plateau-R
+    /// and Uniform-R forms are not implemented: their formulas could not be confirmed).
+    pub const PROMPT_WEIGHT_NAMES;
     /// Parses `none` or `linear_r`.
-    pub fn from_name(name: &str) -> Result<Self, AdvantageError> {
-        match name {
-            "none" => Ok(Self::None),
-            "linear_r" => Ok(Self::LinearR),
-            other => Err(AdvantageError::InvalidConfig {
-                field: "prompt_weight",
-                value: other.to_string(),
-                expected: "one of: none, linear_r (the paper's Sqrt-R, Plateau-R and Uniform-R \
-                           forms are not implemented: their formulas could not be confirmed)",
-            }),
-        }
+    fn PromptWeight::from_name -> AdvantageError, kind "`prompt_weight` value" {
+        "none" => PromptWeight::None,
+        "linear_r" => PromptWeight::LinearR,
     }
+}
 
+impl PromptWeight {
     /// The name as written in configs.
     pub fn name(self) -> &'static str {
         match self {

@@ -213,10 +213,10 @@ fn configuration_errors_name_the_problem() {
         .unwrap_err();
     assert!(matches!(
         err,
-        AdvantageError::InvalidConfig {
+        AdvantageError::InvalidConfig(rl_advantage::InvalidValue {
             field: "group_size",
             ..
-        }
+        })
     ));
     let err = EstimatorConfig::from_name("da3po")
         .unwrap()
@@ -225,14 +225,14 @@ fn configuration_errors_name_the_problem() {
         .build(8);
     assert!(matches!(
         err,
-        Err(AdvantageError::InvalidConfig { field: "tau", .. })
+        Err(AdvantageError::InvalidConfig(rl_advantage::InvalidValue { field: "tau", .. }))
     ));
     let err = EstimatorConfig::from_name("rloo")
         .unwrap()
         .with_std(StdMode::Population);
     assert!(matches!(
         err,
-        Err(AdvantageError::InvalidConfig { field: "std", .. })
+        Err(AdvantageError::InvalidConfig(rl_advantage::InvalidValue { field: "std", .. }))
     ));
     let bad: Result<EstimatorConfig, _> = serde_json::from_str(r#"{"name":"grpo","lambda":2}"#);
     assert!(bad.is_err(), "unknown keys must be rejected");
@@ -247,21 +247,22 @@ fn configuration_errors_name_the_problem() {
         msg.contains("`negative_advantage`") && msg.contains("keep, amplify"),
         "{msg}"
     );
-    assert!(matches!(
-        NegativeAdvantage::from_name("double"),
-        Err(AdvantageError::InvalidConfig {
-            field: "negative_advantage",
-            ..
-        })
-    ));
+    match NegativeAdvantage::from_name("double") {
+        Err(AdvantageError::UnknownName(e)) => {
+            assert_eq!(e.name, "double");
+            assert_eq!(e.valid, ["keep", "amplify"]);
+            assert!(e.to_string().contains("`negative_advantage`"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(matches!(
         EstimatorConfig::from_name("dapo")
             .unwrap()
             .with_negative_advantage(NegativeAdvantage::Amplify),
-        Err(AdvantageError::InvalidConfig {
+        Err(AdvantageError::InvalidConfig(rl_advantage::InvalidValue {
             field: "negative_advantage",
             ..
-        })
+        }))
     ));
 }
 

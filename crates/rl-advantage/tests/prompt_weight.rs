@@ -319,13 +319,10 @@ fn prompt_weight_configuration() {
         "{msg}"
     );
     match PromptWeight::from_name("Linear-R") {
-        Err(AdvantageError::InvalidConfig {
-            field: "prompt_weight",
-            value,
-            expected,
-        }) => {
-            assert_eq!(value, "Linear-R");
-            assert!(expected.contains("none, linear_r"));
+        Err(AdvantageError::UnknownName(e)) => {
+            assert_eq!(e.name, "Linear-R");
+            assert!(e.to_string().contains("`prompt_weight`"), "{e}");
+            assert!(e.to_string().contains("none, linear_r"), "{e}");
         }
         other => panic!("{other:?}"),
     }

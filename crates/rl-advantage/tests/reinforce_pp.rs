@@ -285,10 +285,10 @@ fn configuration_and_errors() {
         .unwrap_err();
     assert!(matches!(
         bad,
-        AdvantageError::InvalidConfig {
+        AdvantageError::InvalidConfig(rl_advantage::InvalidValue {
             field: "lambda",
             ..
-        }
+        })
     ));
     // One token count per sample.
     let est = EstimatorConfig::from_name("reinforce_plus_plus")

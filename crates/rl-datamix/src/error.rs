@@ -13,15 +13,8 @@ pub enum DatamixError {
         message: String,
     },
     /// A name looked up in a registry does not exist.
-    #[error("unknown {kind} `{name}`; valid names: {valid}")]
-    UnknownName {
-        /// What was looked up (scheduler, domain, ...).
-        kind: &'static str,
-        /// The name given.
-        name: String,
-        /// The valid names, comma separated.
-        valid: String,
-    },
+    #[error(transparent)]
+    UnknownName(#[from] rl_core::UnknownName),
     /// A config file could not be parsed (syntax, unknown key, wrong type).
     #[error("parsing config {origin}: {message}")]
     ConfigParse {

@@ -26,7 +26,7 @@ use crate::stats::mean_population_std;
 pub struct MethodConfig {
     /// Label in metrics and plots.
     pub name: String,
-    /// Scheduler; when absent, [`SchedulerConfig::by_name`] of `name`.
+    /// Scheduler; when absent, [`SchedulerConfig::from_name`] of `name`.
     #[serde(default)]
     pub scheduler: Option<SchedulerConfig>,
 }
@@ -44,7 +44,7 @@ impl MethodConfig {
     pub fn resolve(&self) -> Result<SchedulerConfig> {
         match &self.scheduler {
             Some(s) => Ok(s.clone()),
-            None => SchedulerConfig::by_name(&self.name),
+            None => SchedulerConfig::from_name(&self.name),
         }
     }
 }

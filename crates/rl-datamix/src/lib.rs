@@ -41,7 +41,7 @@
 //! use rl_datamix::surrogate::{run_surrogate, Surrogate, SurrogateConfig};
 //!
 //! let mut env = Surrogate::new(SurrogateConfig::default(), 50, 0).unwrap();
-//! let mut odm = SchedulerConfig::by_name("odm")
+//! let mut odm = SchedulerConfig::from_name("odm")
 //!     .unwrap()
 //!     .build::<Autodiff<Flex>>(env.num_domains(), 50, 0, &Default::default())
 //!     .unwrap();

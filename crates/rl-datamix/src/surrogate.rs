@@ -273,7 +273,7 @@ mod tests {
     type AB = Autodiff<Flex>;
 
     fn build(name: &str, k: usize, steps: usize, seed: u64) -> Box<dyn MixingScheduler> {
-        SchedulerConfig::by_name(name)
+        SchedulerConfig::from_name(name)
             .unwrap()
             .build::<AB>(k, steps, seed, &Default::default())
             .unwrap()

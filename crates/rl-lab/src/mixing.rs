@@ -47,7 +47,7 @@ impl MixingError {
             self,
             MixingError::Datamix(
                 DatamixError::Config { .. }
-                    | DatamixError::UnknownName { .. }
+                    | DatamixError::UnknownName(_)
                     | DatamixError::ConfigParse { .. }
                     | DatamixError::BadLine { .. }
                     | DatamixError::Io { .. }

@@ -2,8 +2,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{IsCorrection, LossError};
 
-/// Registered policy-loss names.
-pub const POLICY_LOSS_NAMES: [&str; 5] = ["ppo", "gspo", "gspo_token", "reinforce", "cispo"];
 /// Registered aggregation names.
 pub const AGGREGATION_NAMES: [&str; 4] = [
     "token_mean",
@@ -11,8 +9,6 @@ pub const AGGREGATION_NAMES: [&str; 4] = [
     "seq_mean_token_sum",
     "seq_mean_token_sum_norm",
 ];
-/// Registered KL estimator names.
-pub const KL_NAMES: [&str; 4] = ["k1", "k2", "k3", "abs"];
 
 /// The per-token policy loss.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,38 +51,35 @@ pub enum PolicyLoss {
     },
 }
 
-impl PolicyLoss {
+rl_core::registry! {
+    /// Registered policy-loss names.
+    pub const POLICY_LOSS_NAMES;
     /// Paper defaults by name: `ppo` 0.2/0.2 (GRPO), `gspo`/`gspo_token` 3e-4/4e-4, `reinforce`,
     /// `cispo` ε_low = 10 (no floor: the paper sets ε_low "to a large value") and ε_high = 0.2
     /// (verl's `examples/cispo_trainer`; the paper does not publish its ε_high).
-    pub fn from_name(name: &str) -> Result<Self, LossError> {
-        match name {
-            "ppo" => Ok(PolicyLoss::Ppo {
-                clip_low: 0.2,
-                clip_high: 0.2,
-                dual_clip: None,
-            }),
-            "gspo" => Ok(PolicyLoss::Gspo {
-                clip_low: 3e-4,
-                clip_high: 4e-4,
-            }),
-            "gspo_token" => Ok(PolicyLoss::GspoToken {
-                clip_low: 3e-4,
-                clip_high: 4e-4,
-            }),
-            "reinforce" => Ok(PolicyLoss::Reinforce),
-            "cispo" => Ok(PolicyLoss::Cispo {
-                clip_low: 10.0,
-                clip_high: 0.2,
-            }),
-            other => Err(LossError::UnknownName {
-                kind: "policy loss",
-                name: other.into(),
-                valid: POLICY_LOSS_NAMES.to_vec(),
-            }),
-        }
+    fn PolicyLoss::from_name -> LossError, kind "policy loss" {
+        "ppo" => PolicyLoss::Ppo {
+            clip_low: 0.2,
+            clip_high: 0.2,
+            dual_clip: None,
+        },
+        "gspo" => PolicyLoss::Gspo {
+            clip_low: 3e-4,
+            clip_high: 4e-4,
+        },
+        "gspo_token" => PolicyLoss::GspoToken {
+            clip_low: 3e-4,
+            clip_high: 4e-4,
+        },
+        "reinforce" => PolicyLoss::Reinforce,
+        "cispo" => PolicyLoss::Cispo {
+            clip_low: 10.0,
+            clip_high: 0.2,
+        },
     }
+}
 
+impl PolicyLoss {
     /// Registry name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -109,11 +102,11 @@ impl PolicyLoss {
                 if let Some(c) = dual_clip
                     && !(c.is_finite() && c > 1.0)
                 {
-                    return Err(LossError::InvalidConfig {
+                    return Err(LossError::InvalidConfig(crate::InvalidValue {
                         field: "dual_clip",
                         value: c.to_string(),
                         expected: "a number > 1 (verl asserts clip_ratio_c > 1), or absent",
-                    });
+                    }));
                 }
                 Some((clip_low, clip_high))
             }
@@ -132,29 +125,29 @@ impl PolicyLoss {
             } => {
                 // A weight floor 1 − ε_low <= 0 is no floor: the ratio is positive.
                 if !(clip_low.is_finite() && clip_low >= 0.0) {
-                    return Err(LossError::InvalidConfig {
+                    return Err(LossError::InvalidConfig(crate::InvalidValue {
                         field: "clip_low",
                         value: clip_low.to_string(),
                         expected: "a finite number >= 0 (>= 1: no lower bound on the weight)",
-                    });
+                    }));
                 }
                 Some((0.0, clip_high))
             }
         };
         if let Some((lo, hi)) = clips {
             if !(lo.is_finite() && (0.0..1.0).contains(&lo)) {
-                return Err(LossError::InvalidConfig {
+                return Err(LossError::InvalidConfig(crate::InvalidValue {
                     field: "clip_low",
                     value: lo.to_string(),
                     expected: "a number in [0, 1)",
-                });
+                }));
             }
             if !(hi.is_finite() && hi >= 0.0) {
-                return Err(LossError::InvalidConfig {
+                return Err(LossError::InvalidConfig(crate::InvalidValue {
                     field: "clip_high",
                     value: hi.to_string(),
                     expected: "a finite number >= 0",
-                });
+                }));
             }
         }
         Ok(())
@@ -187,17 +180,13 @@ impl Aggregation {
             "seq_mean_token_sum" => Ok(Aggregation::SeqMeanTokenSum),
             "seq_mean_token_sum_norm" => match constant {
                 Some(c) => Ok(Aggregation::SeqMeanTokenSumNorm { constant: c }),
-                None => Err(LossError::InvalidConfig {
+                None => Err(LossError::InvalidConfig(crate::InvalidValue {
                     field: "constant",
                     value: "absent".into(),
                     expected: "seq_mean_token_sum_norm needs a fixed constant (e.g. max response length)",
-                }),
+                })),
             },
-            other => Err(LossError::UnknownName {
-                kind: "aggregation",
-                name: other.into(),
-                valid: AGGREGATION_NAMES.to_vec(),
-            }),
+            other => Err(rl_core::UnknownName::new("aggregation", other, &AGGREGATION_NAMES).into()),
         }
     }
 
@@ -216,11 +205,11 @@ impl Aggregation {
         if let Aggregation::SeqMeanTokenSumNorm { constant } = *self
             && !(constant.is_finite() && constant > 0.0)
         {
-            return Err(LossError::InvalidConfig {
+            return Err(LossError::InvalidConfig(crate::InvalidValue {
                 field: "constant",
                 value: constant.to_string(),
                 expected: "a finite number > 0",
-            });
+            }));
         }
         Ok(())
     }
@@ -240,20 +229,15 @@ pub enum KlEstimator {
     Abs,
 }
 
-impl KlEstimator {
+rl_core::registry! {
+    /// Registered KL estimator names.
+    pub const KL_NAMES;
     /// By name.
-    pub fn from_name(name: &str) -> Result<Self, LossError> {
-        match name {
-            "k1" => Ok(KlEstimator::K1),
-            "k2" => Ok(KlEstimator::K2),
-            "k3" => Ok(KlEstimator::K3),
-            "abs" => Ok(KlEstimator::Abs),
-            other => Err(LossError::UnknownName {
-                kind: "KL estimator",
-                name: other.into(),
-                valid: KL_NAMES.to_vec(),
-            }),
-        }
+    fn KlEstimator::from_name -> LossError, kind "KL estimator" {
+        "k1" => KlEstimator::K1,
+        "k2" => KlEstimator::K2,
+        "k3" => KlEstimator::K3,
+        "abs" => KlEstimator::Abs,
     }
 }
 
@@ -299,28 +283,28 @@ impl LossConfig {
             PolicyLoss::Gspo { .. } | PolicyLoss::GspoToken { .. }
         ) && self.aggregation != Aggregation::SeqMeanTokenMean
         {
-            return Err(LossError::InvalidConfig {
+            return Err(LossError::InvalidConfig(crate::InvalidValue {
                 field: "aggregation",
                 value: self.aggregation.name().into(),
                 expected: "seq_mean_token_mean (GSPO normalises per sequence)",
-            });
+            }));
         }
         if let Some(kl) = self.kl
             && !(kl.coef.is_finite() && kl.coef >= 0.0)
         {
-            return Err(LossError::InvalidConfig {
+            return Err(LossError::InvalidConfig(crate::InvalidValue {
                 field: "kl.coef",
                 value: kl.coef.to_string(),
                 expected: "a finite number >= 0",
-            });
+            }));
         }
         self.is_correction.validate()?;
         if !self.entropy_coef.is_finite() {
-            return Err(LossError::InvalidConfig {
+            return Err(LossError::InvalidConfig(crate::InvalidValue {
                 field: "entropy_coef",
                 value: self.entropy_coef.to_string(),
                 expected: "a finite number",
-            });
+            }));
         }
         Ok(())
     }

@@ -1,26 +1,12 @@
 /// Errors of loss configuration and inputs.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LossError {
-    /// A registry name that does not exist.
-    #[error("unknown {kind} `{name}`; valid names: {}", valid.join(", "))]
-    UnknownName {
-        /// What kind of thing (policy loss, aggregation, KL estimator).
-        kind: &'static str,
-        /// What was asked for.
-        name: String,
-        /// Registered names.
-        valid: Vec<&'static str>,
-    },
+    /// A name no registry entry has.
+    #[error(transparent)]
+    UnknownName(#[from] rl_core::UnknownName),
     /// An invalid configuration value.
-    #[error("invalid value for `{field}`: {value} ({expected})")]
-    InvalidConfig {
-        /// Field name as written in configs.
-        field: &'static str,
-        /// The value.
-        value: String,
-        /// What is accepted.
-        expected: &'static str,
-    },
+    #[error(transparent)]
+    InvalidConfig(#[from] rl_core::InvalidValue),
     /// Input tensors whose shapes disagree.
     #[error("shape mismatch: `{name}` has shape {got:?}, expected {expected:?}")]
     Shape {

@@ -27,9 +27,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::LossError;
 
-/// Registered names.
-pub const IS_CORRECTION_NAMES: [&str; 5] =
-    ["auto", "none", "token_tis", "token_mask", "sequence_mask"];
 
 /// Clamp of the log-ratio before `exp`, as the policy losses.
 const LOG_RATIO_CLAMP: f64 = 20.0;
@@ -85,29 +82,26 @@ pub enum IsCorrection {
     },
 }
 
-impl IsCorrection {
+rl_core::registry! {
+    /// Registered names.
+    pub const IS_CORRECTION_NAMES;
     /// By name with each variant's defaults.
-    pub fn from_name(name: &str) -> Result<Self, LossError> {
-        match name {
-            "auto" => Ok(IsCorrection::Auto),
-            "none" => Ok(IsCorrection::None),
-            "token_tis" => Ok(IsCorrection::TokenTis { cap: default_cap() }),
-            "token_mask" => Ok(IsCorrection::TokenMask {
-                low: default_token_low(),
-                high: default_token_high(),
-            }),
-            "sequence_mask" => Ok(IsCorrection::SequenceMask {
-                low: default_seq_low(),
-                high: default_seq_high(),
-            }),
-            other => Err(LossError::UnknownName {
-                kind: "IS correction",
-                name: other.into(),
-                valid: IS_CORRECTION_NAMES.to_vec(),
-            }),
-        }
+    fn IsCorrection::from_name -> LossError, kind "IS correction" {
+        "auto" => IsCorrection::Auto,
+        "none" => IsCorrection::None,
+        "token_tis" => IsCorrection::TokenTis { cap: default_cap() },
+        "token_mask" => IsCorrection::TokenMask {
+            low: default_token_low(),
+            high: default_token_high(),
+        },
+        "sequence_mask" => IsCorrection::SequenceMask {
+            low: default_seq_low(),
+            high: default_seq_high(),
+        },
     }
+}
 
+impl IsCorrection {
     /// Registry name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -140,26 +134,26 @@ impl IsCorrection {
     pub fn validate(&self) -> Result<(), LossError> {
         match *self {
             IsCorrection::TokenTis { cap } if !(cap.is_finite() && cap > 0.0) => {
-                Err(LossError::InvalidConfig {
+                Err(LossError::InvalidConfig(crate::InvalidValue {
                     field: "is_correction.cap",
                     value: cap.to_string(),
                     expected: "a finite number > 0",
-                })
+                }))
             }
             IsCorrection::TokenMask { low, high } | IsCorrection::SequenceMask { low, high } => {
                 if !(low.is_finite() && low >= 0.0) {
-                    return Err(LossError::InvalidConfig {
+                    return Err(LossError::InvalidConfig(crate::InvalidValue {
                         field: "is_correction.low",
                         value: low.to_string(),
                         expected: "a finite number >= 0",
-                    });
+                    }));
                 }
                 if !(high.is_finite() && high > low) {
-                    return Err(LossError::InvalidConfig {
+                    return Err(LossError::InvalidConfig(crate::InvalidValue {
                         field: "is_correction.high",
                         value: format!("{high} (low = {low})"),
                         expected: "a finite number > low",
-                    });
+                    }));
                 }
                 Ok(())
             }
@@ -235,11 +229,11 @@ pub fn sequence_weights(
         });
     }
     if let Some(x) = old.iter().chain(rollout).find(|x| !x.is_finite()) {
-        return Err(LossError::InvalidConfig {
+        return Err(LossError::InvalidConfig(crate::InvalidValue {
             field: "rollout_logp",
             value: x.to_string(),
             expected: "finite log-probs",
-        });
+        }));
     }
     let n = old.len();
     let log_ratio: Vec<f64> = old

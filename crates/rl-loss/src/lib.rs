@@ -70,6 +70,7 @@ pub use config::{
 };
 pub use distill::generalized_jsd;
 pub use error::LossError;
+pub use rl_core::{InvalidValue, UnknownName};
 pub use is_correction::{
     IS_CORRECTION_NAMES, IsCorrection, IsStats, SequenceWeights, sequence_weights,
 };

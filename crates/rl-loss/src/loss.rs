@@ -337,11 +337,11 @@ pub fn compute_loss<B: Backend>(
         .into_data()
         .convert::<f32>()
         .into_vec()
-        .map_err(|e| LossError::InvalidConfig {
+        .map_err(|e| LossError::InvalidConfig(crate::InvalidValue {
             field: "metrics",
             value: format!("{e:?}"),
             expected: "readable f32 data",
-        })?;
+        }))?;
     let metrics = LossMetrics {
         tokens: v[0] as usize,
         sequences: v[1] as usize,

@@ -183,6 +183,9 @@ pub enum ModelError {
     /// Bad input to a model function (empty prompt, id out of range, inconsistent shapes).
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// A name no registry entry has (`GGUF dtype`, …).
+    #[error(transparent)]
+    UnknownName(#[from] rl_core::UnknownName),
     /// Loading a model's tokenizer failed.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),

@@ -1,43 +1,62 @@
-use rl_advantage::GroupId;
+use rl_core::GroupId;
 use serde::{Deserialize, Serialize};
 
 use crate::{BatchReport, GroupFilter, OnExhausted, RoundSizing, SamplerError};
 
-/// One prompt's G scored responses from one generation round, with any payload per response
-/// (token ids, log-probs, ...).
+/// What the batcher reads of a response: its reward and the verifier's verdict. A group holds
+/// its responses once, and its rewards and verdicts are read from them.
+pub trait Scored {
+    /// The response's reward (after any shaping).
+    fn reward(&self) -> f64;
+    /// Whether the verifier judged the response correct.
+    fn correct(&self) -> bool;
+}
+
+/// A bare (reward, verdict) pair, for callers whose responses carry nothing else.
+impl Scored for (f64, bool) {
+    fn reward(&self) -> f64 {
+        self.0
+    }
+
+    fn correct(&self) -> bool {
+        self.1
+    }
+}
+
+/// One prompt's G scored responses from one generation round, each with whatever the caller
+/// keeps per response (token ids, log-probs, ...) beside its reward and verdict ([`Scored`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RolloutGroup<T> {
     /// Explicit group id (unique per round and prompt).
     pub group: GroupId,
     /// The prompt's stable id (for difficulty tracking across rounds).
     pub prompt: u64,
-    /// Reward of each response.
-    pub rewards: Vec<f64>,
-    /// Verifier verdict of each response.
-    pub correct: Vec<bool>,
-    /// Payload of each response.
+    /// The scored responses.
     pub items: Vec<T>,
 }
 
-impl<T> RolloutGroup<T> {
-    /// Fraction of correct responses.
+impl<T: Scored> RolloutGroup<T> {
+    /// Fraction of correct responses (0 for an empty group).
     pub fn pass_rate(&self) -> f64 {
-        if self.correct.is_empty() {
+        if self.items.is_empty() {
             return 0.0;
         }
-        self.correct.iter().filter(|&&c| c).count() as f64 / self.correct.len() as f64
+        self.correct_count() as f64 / self.items.len() as f64
     }
 
-    fn check(&self) -> Result<(), SamplerError> {
-        if self.rewards.len() != self.correct.len() || self.items.len() != self.correct.len() {
-            return Err(SamplerError::MalformedGroup {
-                group: self.group.0,
-                rewards: self.rewards.len(),
-                correct: self.correct.len(),
-                items: self.items.len(),
-            });
-        }
-        Ok(())
+    /// Correct responses.
+    pub fn correct_count(&self) -> usize {
+        self.items.iter().filter(|it| it.correct()).count()
+    }
+
+    /// Each response's reward, in order.
+    pub fn rewards(&self) -> Vec<f64> {
+        self.items.iter().map(Scored::reward).collect()
+    }
+
+    /// Each response's verdict, in order.
+    pub fn verdicts(&self) -> Vec<bool> {
+        self.items.iter().map(Scored::correct).collect()
     }
 }
 
@@ -75,7 +94,7 @@ pub struct Batch<T> {
 ///
 /// ```
 /// use rl_sampler::{BatcherConfig, DynamicBatcher, FilterConfig, RolloutGroup};
-/// use rl_advantage::GroupId;
+/// use rl_sampler::GroupId;
 /// let filter = FilterConfig::from_name("dynamic_sampling").unwrap().build().unwrap();
 /// let mut b = DynamicBatcher::new(
 ///     BatcherConfig {
@@ -86,7 +105,8 @@ pub struct Batch<T> {
 ///     },
 ///     filter,
 /// ).unwrap();
-/// let g = |id, c: [bool; 2]| RolloutGroup { group: GroupId(id), prompt: id, rewards: vec![0.0; 2], correct: c.to_vec(), items: vec![(); 2] };
+/// // (reward, verdict) pairs: any type that is `Scored` can be a group's response
+/// let g = |id, c: [bool; 2]| RolloutGroup { group: GroupId(id), prompt: id, items: c.map(|c| (0.0, c)).to_vec() };
 /// assert!(b.push_round(vec![g(0, [true, true])]).unwrap().is_none());
 /// let batch = b.push_round(vec![g(1, [true, false])]).unwrap().unwrap();
 /// assert_eq!(batch.report.rounds, 2);
@@ -99,15 +119,15 @@ pub struct DynamicBatcher<T> {
     report: BatchReport,
 }
 
-impl<T> DynamicBatcher<T> {
+impl<T: Scored> DynamicBatcher<T> {
     /// Validates the configuration.
     pub fn new(config: BatcherConfig, filter: Box<dyn GroupFilter>) -> Result<Self, SamplerError> {
         if config.groups_per_step == 0 {
-            return Err(SamplerError::InvalidConfig {
+            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                 field: "groups_per_step",
                 value: "0".into(),
                 expected: "an integer >= 1",
-            });
+            }));
         }
         Ok(Self {
             config,
@@ -139,23 +159,21 @@ impl<T> DynamicBatcher<T> {
         &mut self,
         groups: Vec<RolloutGroup<T>>,
     ) -> Result<Option<Batch<T>>, SamplerError> {
-        for g in &groups {
-            g.check()?;
-        }
         self.report.rounds += 1;
         for g in groups {
             self.report.groups_seen += 1;
-            self.report.responses_seen += g.correct.len();
-            if self.filter.keep(&g.rewards, &g.correct) {
+            self.report.responses_seen += g.items.len();
+            let correct = g.correct_count();
+            if self.filter.keep(&g.rewards(), &g.verdicts()) {
                 self.report.groups_kept += 1;
                 if self.kept.len() < self.config.groups_per_step {
                     self.kept.push(g);
                 } else {
                     self.report.surplus_dropped += 1;
                 }
-            } else if !g.correct.is_empty() && g.correct.iter().all(|&c| c) {
+            } else if !g.items.is_empty() && correct == g.items.len() {
                 self.report.zero_spread_all_correct += 1;
-            } else if g.correct.iter().all(|&c| !c) {
+            } else if correct == 0 {
                 self.report.zero_spread_all_wrong += 1;
             } else {
                 self.report.filtered_other += 1;

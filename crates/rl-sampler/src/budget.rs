@@ -33,9 +33,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::{DifficultyTracker, SamplerError};
 
-/// Registered schedule names.
-pub const BUDGET_SCHEDULE_NAMES: [&str; 4] = ["uniform", "dars_et", "dars_hw", "knapsack"];
-
 /// Pass rate assumed for a prompt without an estimate.
 pub const UNSEEN_PASS_RATE: f64 = 0.5;
 
@@ -79,31 +76,26 @@ impl Default for BudgetSchedule {
     }
 }
 
-impl BudgetSchedule {
+rl_core::registry! {
+    /// Registered schedule names.
+    pub const BUDGET_SCHEDULE_NAMES;
     /// The schedule registered under `name`, with the source's defaults (`std = false`, `base`
     /// the uniform share).
-    pub fn from_name(name: &str) -> Result<Self, SamplerError> {
-        Ok(match name {
-            "uniform" => Self::Uniform {},
-            "dars_et" => Self::DarsEt {
-                std: false,
-                base: None,
-            },
-            "dars_hw" => Self::DarsHw {
-                std: false,
-                base: None,
-            },
-            "knapsack" => Self::Knapsack {},
-            other => {
-                return Err(SamplerError::InvalidConfig {
-                    field: "schedule",
-                    value: other.to_string(),
-                    expected: "one of: uniform, dars_et, dars_hw, knapsack",
-                });
-            }
-        })
+    fn BudgetSchedule::from_name -> SamplerError, kind "`schedule` value" {
+        "uniform" => BudgetSchedule::Uniform {},
+        "dars_et" => BudgetSchedule::DarsEt {
+            std: false,
+            base: None,
+        },
+        "dars_hw" => BudgetSchedule::DarsHw {
+            std: false,
+            base: None,
+        },
+        "knapsack" => BudgetSchedule::Knapsack {},
     }
+}
 
+impl BudgetSchedule {
     /// The registry name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -241,28 +233,28 @@ impl RolloutBudget {
     /// Checks `min` ≥ 2, `max` ≥ `min` and a DARS `base` ≥ 1.
     pub fn validate(&self) -> Result<(), SamplerError> {
         if self.min < DEFAULT_MIN_GROUP {
-            return Err(SamplerError::InvalidConfig {
+            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                 field: "min",
                 value: self.min.to_string(),
                 expected: "an integer >= 2 (a group needs a baseline)",
-            });
+            }));
         }
         if self.max < self.min {
-            return Err(SamplerError::InvalidConfig {
+            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                 field: "max",
                 value: format!("{} < min = {}", self.max, self.min),
                 expected: "an integer >= min",
-            });
+            }));
         }
         if let BudgetSchedule::DarsEt { base: Some(b), .. }
         | BudgetSchedule::DarsHw { base: Some(b), .. } = self.schedule
             && b < 1
         {
-            return Err(SamplerError::InvalidConfig {
+            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                 field: "base",
                 value: b.to_string(),
                 expected: "an integer >= 1 (DARS's first-round group size), or unset",
-            });
+            }));
         }
         Ok(())
     }
@@ -284,7 +276,7 @@ impl RolloutBudget {
             prompts.saturating_mul(self.max),
         );
         if total < lo || total > hi {
-            return Err(SamplerError::InvalidConfig {
+            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                 field: "total",
                 value: format!(
                     "{total} responses for {prompts} prompts with min = {}, max = {} \
@@ -292,17 +284,17 @@ impl RolloutBudget {
                     self.min, self.max
                 ),
                 expected: "prompts × min <= total <= prompts × max",
-            });
+            }));
         }
         let mut rates = Vec::with_capacity(prompts);
         for (i, p) in pass_rates.iter().enumerate() {
             let p = p.unwrap_or(UNSEEN_PASS_RATE);
             if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
-                return Err(SamplerError::InvalidConfig {
+                return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                     field: "pass_rate",
                     value: format!("{p} (prompt #{i})"),
                     expected: "a number in [0, 1], or none for an unseen prompt",
-                });
+                }));
             }
             rates.push(p);
         }

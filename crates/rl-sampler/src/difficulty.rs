@@ -38,11 +38,11 @@ impl DifficultyTracker {
     /// `decay` in [0, 1): weight of the previous estimate.
     pub fn new(decay: f64) -> Result<Self, SamplerError> {
         if !(decay.is_finite() && (0.0..1.0).contains(&decay)) {
-            return Err(SamplerError::InvalidConfig {
+            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                 field: "decay",
                 value: decay.to_string(),
                 expected: "a number in [0, 1)",
-            });
+            }));
         }
         Ok(Self {
             decay,

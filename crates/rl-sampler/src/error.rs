@@ -4,36 +4,12 @@ use crate::exhausted::exhausted_advice;
 /// Errors of filters, the batcher and the tracker.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SamplerError {
-    /// A filter name that is not registered.
-    #[error("unknown group filter `{name}`; valid names: {}", valid.join(", "))]
-    UnknownFilter {
-        /// What was asked for.
-        name: String,
-        /// Registered names.
-        valid: Vec<&'static str>,
-    },
+    /// A name no registry entry has.
+    #[error(transparent)]
+    UnknownName(#[from] rl_core::UnknownName),
     /// An invalid configuration value.
-    #[error("invalid value for `{field}`: {value} ({expected})")]
-    InvalidConfig {
-        /// Field name as written in configs.
-        field: &'static str,
-        /// The value.
-        value: String,
-        /// What is accepted.
-        expected: &'static str,
-    },
-    /// A malformed group (lengths disagree).
-    #[error("group {group}: {rewards} rewards, {correct} correctness flags, {items} items")]
-    MalformedGroup {
-        /// The group id.
-        group: u64,
-        /// Rewards.
-        rewards: usize,
-        /// Flags.
-        correct: usize,
-        /// Payload items.
-        items: usize,
-    },
+    #[error(transparent)]
+    InvalidConfig(#[from] rl_core::InvalidValue),
     /// Dynamic sampling could not fill the batch within the round limit.
     #[error(
         "dynamic sampling kept {kept} of the {needed} groups needed after {rounds} generation rounds \

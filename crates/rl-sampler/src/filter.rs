@@ -4,9 +4,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::SamplerError;
 
-/// Registered filter names.
-pub const FILTER_NAMES: [&str; 3] = ["dynamic_sampling", "pass_rate_band", "none"];
-
 /// Decides whether a group of scored responses is kept for training.
 pub trait GroupFilter: Send + Sync + fmt::Debug {
     /// Registry name.
@@ -116,33 +113,31 @@ pub enum FilterConfig {
     None,
 }
 
-impl FilterConfig {
+rl_core::registry! {
+    /// Registered filter names.
+    pub const FILTER_NAMES;
     /// The filter registered under `name` with its defaults (band: 0 < p̂ < 1).
-    pub fn from_name(name: &str) -> Result<Self, SamplerError> {
-        match name {
-            "dynamic_sampling" => Ok(FilterConfig::DynamicSampling {
-                metric: FilterMetric::Correct,
-                reward_tol: 0.0,
-            }),
-            "pass_rate_band" => Ok(FilterConfig::PassRateBand { min: 0.0, max: 1.0 }),
-            "none" => Ok(FilterConfig::None),
-            other => Err(SamplerError::UnknownFilter {
-                name: other.to_string(),
-                valid: FILTER_NAMES.to_vec(),
-            }),
-        }
+    fn FilterConfig::from_name -> SamplerError, kind "group filter" {
+        "dynamic_sampling" => FilterConfig::DynamicSampling {
+            metric: FilterMetric::Correct,
+            reward_tol: 0.0,
+        },
+        "pass_rate_band" => FilterConfig::PassRateBand { min: 0.0, max: 1.0 },
+        "none" => FilterConfig::None,
     }
+}
 
+impl FilterConfig {
     /// Validates and builds.
     pub fn build(&self) -> Result<Box<dyn GroupFilter>, SamplerError> {
         Ok(match *self {
             FilterConfig::DynamicSampling { metric, reward_tol } => {
                 if !(reward_tol.is_finite() && reward_tol >= 0.0) {
-                    return Err(SamplerError::InvalidConfig {
+                    return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                         field: "reward_tol",
                         value: reward_tol.to_string(),
                         expected: "a finite number >= 0",
-                    });
+                    }));
                 }
                 Box::new(DynamicSampling { metric, reward_tol })
             }
@@ -153,11 +148,11 @@ impl FilterConfig {
                     && min < max
                     && max <= 1.0)
                 {
-                    return Err(SamplerError::InvalidConfig {
+                    return Err(SamplerError::InvalidConfig(crate::InvalidValue {
                         field: "min/max",
                         value: format!("min={min}, max={max}"),
                         expected: "0 <= min < max <= 1",
-                    });
+                    }));
                 }
                 Box::new(PassRateBand { min, max })
             }

@@ -30,13 +30,14 @@ mod filter;
 mod report;
 mod round;
 
-pub use batcher::{Batch, BatcherConfig, DynamicBatcher, RolloutGroup};
+pub use batcher::{Batch, BatcherConfig, DynamicBatcher, RolloutGroup, Scored};
 pub use budget::{
     BUDGET_SCHEDULE_NAMES, BudgetSchedule, DEFAULT_MIN_GROUP, RolloutBudget, UNSEEN_PASS_RATE,
     dars_target,
 };
 pub use difficulty::{DifficultyTracker, PromptStats};
 pub use error::SamplerError;
+pub use rl_core::{GroupId, InvalidValue, UnknownName};
 pub use exhausted::OnExhausted;
 pub use filter::{
     DynamicSampling, FILTER_NAMES, FilterConfig, FilterMetric, GroupFilter, NoFilter, PassRateBand,

@@ -153,7 +153,7 @@ fn allocation_reads_the_difficulty_tracker() {
 #[test]
 fn budget_errors_name_the_field() {
     let field = |e: SamplerError| match e {
-        SamplerError::InvalidConfig { field, .. } => field,
+        SamplerError::InvalidConfig(rl_sampler::InvalidValue { field, .. }) => field,
         other => panic!("{other:?}"),
     };
     assert_eq!(
@@ -260,7 +260,7 @@ fn groups_of_budgeted_sizes_flow_through_the_batcher_and_the_estimators() {
     let sizes = budget.allocate_tracked(48, &tracker, &prompts).unwrap();
     assert_eq!(sizes.iter().sum::<usize>(), 48);
     let mut state = 7u64;
-    let groups: Vec<RolloutGroup<()>> = sizes
+    let groups: Vec<RolloutGroup<(f64, bool)>> = sizes
         .iter()
         .zip(&true_p)
         .enumerate()
@@ -272,12 +272,10 @@ fn groups_of_budgeted_sizes_flow_through_the_batcher_and_the_estimators() {
             RolloutGroup {
                 group: GroupId(100 + i as u64),
                 prompt: i as u64,
-                rewards: correct
+                items: correct
                     .iter()
-                    .map(|&c| if c { 1.0 } else { -1.0 })
+                    .map(|&c| (if c { 1.0 } else { -1.0 }, c))
                     .collect(),
-                correct,
-                items: vec![(); n],
             }
         })
         .collect();
@@ -302,10 +300,9 @@ fn groups_of_budgeted_sizes_flow_through_the_batcher_and_the_estimators() {
         .groups
         .iter()
         .flat_map(|g| {
-            g.rewards
+            g.items
                 .iter()
-                .zip(&g.correct)
-                .map(|(&r, &c)| Sample::new(g.group, r, c))
+                .map(|&(r, c)| Sample::new(g.group, r, c))
         })
         .collect();
     let cfg = EstimatorConfig::from_name("da3po")
@@ -317,17 +314,17 @@ fn groups_of_budgeted_sizes_flow_through_the_batcher_and_the_estimators() {
     let all = compute_batch(est.as_ref(), &samples, None).unwrap();
     let mut offset = 0;
     for g in &batch.groups {
-        let alone: Vec<Sample> = samples[offset..offset + g.correct.len()].to_vec();
+        let alone: Vec<Sample> = samples[offset..offset + g.items.len()].to_vec();
         let a = compute_batch(est.as_ref(), &alone, None).unwrap();
         assert_eq!(
             a.advantages,
-            all.advantages[offset..offset + g.correct.len()]
+            all.advantages[offset..offset + g.items.len()]
         );
-        offset += g.correct.len();
+        offset += g.items.len();
         tracker.observe(
             g.prompt,
-            g.correct.iter().filter(|&&c| c).count(),
-            g.correct.len(),
+            g.correct_count(),
+            g.items.len(),
         );
     }
     assert_eq!(offset, 48);

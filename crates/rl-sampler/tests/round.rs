@@ -72,7 +72,7 @@ fn adaptive_rounds_drop_far_less_surplus_than_fixed_rounds() {
                 let needed = n - b.pending();
                 let r = sizing.prompts(&keep.with(&b.report()), needed, cap);
                 prompts += r;
-                let groups: Vec<RolloutGroup<()>> = (0..r)
+                let groups: Vec<RolloutGroup<(f64, bool)>> = (0..r)
                     .map(|_| {
                         id += 1;
                         // Kept: one correct of two; dropped: both wrong.
@@ -80,9 +80,7 @@ fn adaptive_rounds_drop_far_less_surplus_than_fixed_rounds() {
                         RolloutGroup {
                             group: GroupId(id),
                             prompt: id,
-                            rewards: vec![0.0; 2],
-                            correct: vec![kept, false],
-                            items: vec![(); 2],
+                            items: vec![(0.0, kept), (0.0, false)],
                         }
                     })
                     .collect();

@@ -8,7 +8,7 @@ use rl_advantage::GroupId;
 use rl_env::{EpisodeEnd, Trajectory};
 use rl_models::Tokenizer;
 use rl_rollout::{FinishReason, GenerateRequest, SamplingParams, WeightVersion};
-use rl_sampler::RolloutGroup;
+use rl_sampler::{RolloutGroup, Scored};
 use rl_verifier::{OutcomeCounts, OverlongPolicy, ResponseLength, RewardMap, Verifier};
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +49,16 @@ pub struct ScoredResponse {
     /// What happened in a multi-turn episode (`None` for single-turn rollouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episode: Option<EpisodeSummary>,
+}
+
+impl Scored for ScoredResponse {
+    fn reward(&self) -> f64 {
+        self.reward
+    }
+
+    fn correct(&self) -> bool {
+        self.correct
+    }
 }
 
 /// A multi-turn episode's turns and tool use.
@@ -265,8 +275,6 @@ impl Scorer<'_> {
             groups.push(RolloutGroup {
                 group: GroupId(i as u64),
                 prompt: p.index as u64,
-                rewards: items.iter().map(|r| r.reward).collect(),
-                correct: items.iter().map(|r| r.correct).collect(),
                 items,
             });
         }

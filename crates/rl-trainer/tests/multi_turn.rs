@@ -326,8 +326,6 @@ fn a_two_turn_episode_trains_on_exactly_its_sampled_tokens() {
     let group = RolloutGroup {
         group: rl_advantage::GroupId(0),
         prompt: 0,
-        rewards: vec![r1.reward, r2.reward],
-        correct: vec![r1.correct, r2.correct],
         items: vec![r1.clone(), r2.clone()],
     };
     let behaviour = t.behaviour_two_pass(std::slice::from_ref(&group)).unwrap();
@@ -674,7 +672,7 @@ fn scoring_on_threads_equals_scoring_in_order() {
     // By hand: prompt 0 (answer 3) gets 2, 3, 4, 5; prompt 1 (14) gets 12, 13, 14, 15;
     // prompt 2 (25) gets 22..25: one right answer per prompt, the second, third and fourth.
     assert_eq!(serial_counts.correct, 3);
-    let correct: Vec<Vec<bool>> = serial.iter().map(|g| g.correct.clone()).collect();
+    let correct: Vec<Vec<bool>> = serial.iter().map(|g| g.verdicts()).collect();
     assert_eq!(
         correct,
         vec![
@@ -690,7 +688,7 @@ fn scoring_on_threads_equals_scoring_in_order() {
         assert_eq!(groups.len(), serial.len());
         for (a, b) in groups.iter().zip(&serial) {
             assert_eq!(a.items, b.items);
-            assert_eq!(a.rewards, b.rewards);
+            assert_eq!(a.rewards(), b.rewards());
         }
     }
 }

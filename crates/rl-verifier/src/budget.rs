@@ -36,11 +36,11 @@ impl Budget {
     /// Checks that every limit is usable.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field: &'static str, value: String, expected: &'static str| {
-            Err(ConfigError::InvalidValue {
+            Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field,
                 value,
                 expected,
-            })
+            }))
         };
         if self.max_input_bytes == 0 {
             return bad(
@@ -76,11 +76,11 @@ impl Budget {
             value
                 .trim()
                 .parse::<u64>()
-                .map_err(|_| ConfigError::InvalidValue {
+                .map_err(|_| ConfigError::InvalidValue(rl_core::InvalidValue {
                     field,
                     value: value.to_string(),
                     expected: "a non-negative integer",
-                })
+                }))
         };
         match key.trim() {
             "max_input_bytes" => self.max_input_bytes = parse("budget.max_input_bytes")? as usize,
@@ -88,11 +88,7 @@ impl Budget {
             "max_digits" => self.max_digits = parse("budget.max_digits")? as usize,
             "max_steps" => self.max_steps = parse("budget.max_steps")?,
             other => {
-                return Err(ConfigError::UnknownName {
-                    what: "budget field",
-                    name: other.to_string(),
-                    valid: Self::FIELDS.to_vec(),
-                });
+                return Err(rl_core::UnknownName::new("budget field", other, &Self::FIELDS).into());
             }
         }
         self.validate()

@@ -84,21 +84,21 @@ impl FormatReward {
             FormatCheck::AnswerLine => CompiledCheck::AnswerLine,
             FormatCheck::Regex(pattern) => {
                 CompiledCheck::Regex(Regex::new(pattern).map_err(|e| {
-                    ConfigError::InvalidValue {
+                    ConfigError::InvalidValue(rl_core::InvalidValue {
                         field: "format.pattern",
                         value: format!("{pattern:?} ({e})"),
                         expected: "a valid regular expression",
-                    }
+                    })
                 })?)
             }
         };
         for (field, v) in [("format.present", present), ("format.absent", absent)] {
             if !v.is_finite() {
-                return Err(ConfigError::InvalidValue {
+                return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                     field,
                     value: v.to_string(),
                     expected: "a finite number",
-                });
+                }));
             }
         }
         Ok(FormatReward {
@@ -225,27 +225,27 @@ impl RewardConfig {
     /// Validates and builds the sum.
     pub fn build(&self) -> Result<WeightedSum, ConfigError> {
         if self.components.is_empty() {
-            return Err(ConfigError::InvalidValue {
+            return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field: "components",
                 value: "[]".into(),
                 expected: "at least one reward term",
-            });
+            }));
         }
         let mut terms = Vec::with_capacity(self.components.len());
         for (i, c) in self.components.iter().enumerate() {
             if c.name.is_empty() || self.components[..i].iter().any(|p| p.name == c.name) {
-                return Err(ConfigError::InvalidValue {
+                return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                     field: "components.name",
                     value: format!("{:?}", c.name),
                     expected: "a non-empty name, unique within the sum",
-                });
+                }));
             }
             if !c.weight.is_finite() {
-                return Err(ConfigError::InvalidValue {
+                return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                     field: "components.weight",
                     value: c.weight.to_string(),
                     expected: "a finite number",
-                });
+                }));
             }
             terms.push((c.name.clone(), c.weight, c.reward.build()?));
         }

@@ -4,25 +4,11 @@
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// A name (verifier, format check, budget field, …) that is not registered.
-    #[error("unknown {what} `{name}`; valid names: {}", valid.join(", "))]
-    UnknownName {
-        /// What kind of name was looked up.
-        what: &'static str,
-        /// What was asked for.
-        name: String,
-        /// The accepted names.
-        valid: Vec<&'static str>,
-    },
+    #[error(transparent)]
+    UnknownName(#[from] rl_core::UnknownName),
     /// A field with an unusable value.
-    #[error("invalid value for `{field}`: {value} (expected {expected})")]
-    InvalidValue {
-        /// The field, as written in configs.
-        field: &'static str,
-        /// The offending value.
-        value: String,
-        /// What is accepted.
-        expected: &'static str,
-    },
+    #[error(transparent)]
+    InvalidValue(#[from] rl_core::InvalidValue),
     /// The `code` verifier's sandbox cannot be created here (a missing kernel facility or
     /// interpreter, or an unusable sandbox setting); `reason` names what is missing.
     #[error("the code verifier's sandbox cannot be created: {reason}")]

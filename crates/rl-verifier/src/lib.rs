@@ -62,6 +62,7 @@ pub mod scores;
 mod shaping;
 mod verifier;
 
+pub use rl_core::{InvalidValue, UnknownName};
 pub use budget::Budget;
 pub use code::{
     BadTests, CodeConfig, CodeReport, CodeReward, CodeVerdict, CodeVerifier, TestResult,

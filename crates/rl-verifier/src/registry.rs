@@ -10,9 +10,6 @@ use crate::last_number::LastNumberConfig;
 use crate::math::MathConfig;
 use crate::{Budget, ConfigError, RewardMap, Verifier};
 
-/// Names accepted by [`VerifierConfig::from_name`], in registry order.
-pub const VERIFIER_NAMES: [&str; 4] = ["code", "dapo", "last_number", "math"];
-
 /// A verifier configuration, tagged by name so that it round-trips through JSON and TOML:
 /// `{"name": "math", "budget": {"max_steps": 100000}}` or `{"name": "dapo", "strict_box": true}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -28,23 +25,19 @@ pub enum VerifierConfig {
     Math(MathConfig),
 }
 
-impl VerifierConfig {
-    /// The default configuration of a registered verifier; unknown names are an error listing
-    /// [`VERIFIER_NAMES`].
-    pub fn from_name(name: &str) -> Result<Self, ConfigError> {
-        match name {
-            "code" => Ok(VerifierConfig::Code(CodeConfig::default())),
-            "dapo" => Ok(VerifierConfig::Dapo(DapoConfig::default())),
-            "last_number" => Ok(VerifierConfig::LastNumber(LastNumberConfig::default())),
-            "math" => Ok(VerifierConfig::Math(MathConfig::default())),
-            other => Err(ConfigError::UnknownName {
-                what: "verifier",
-                name: other.to_string(),
-                valid: VERIFIER_NAMES.to_vec(),
-            }),
-        }
+rl_core::registry! {
+    /// Names accepted by [`VerifierConfig::from_name`], in registry order.
+    pub const VERIFIER_NAMES;
+    /// The default configuration of a registered verifier.
+    fn VerifierConfig::from_name -> ConfigError, kind "verifier" {
+        "code" => VerifierConfig::Code(CodeConfig::default()),
+        "dapo" => VerifierConfig::Dapo(DapoConfig::default()),
+        "last_number" => VerifierConfig::LastNumber(LastNumberConfig::default()),
+        "math" => VerifierConfig::Math(MathConfig::default()),
     }
+}
 
+impl VerifierConfig {
     /// The registry name.
     pub fn name(&self) -> &'static str {
         match self {

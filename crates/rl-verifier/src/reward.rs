@@ -99,11 +99,11 @@ impl RewardMap {
         ];
         for (field, value) in fields {
             if !value.is_finite() {
-                return Err(ConfigError::InvalidValue {
+                return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                     field,
                     value: value.to_string(),
                     expected: "a finite number",
-                });
+                }));
             }
         }
         Ok(())

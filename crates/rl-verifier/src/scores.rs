@@ -47,18 +47,18 @@ pub struct PromptSamples {
 /// Errors when `k` is 0, `k > n` or `c > n`.
 pub fn pass_at_k(n: usize, c: usize, k: usize) -> Result<f64, ConfigError> {
     if k == 0 || k > n {
-        return Err(ConfigError::InvalidValue {
+        return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
             field: "k",
             value: format!("{k} with {n} samples"),
             expected: "1 <= k <= samples per prompt",
-        });
+        }));
     }
     if c > n {
-        return Err(ConfigError::InvalidValue {
+        return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
             field: "correct",
             value: format!("{c} of {n} samples"),
             expected: "at most the number of samples",
-        });
+        }));
     }
     if n - c < k {
         // Every k-subset holds a correct sample.
@@ -77,18 +77,18 @@ pub fn pass_at_k(n: usize, c: usize, k: usize) -> Result<f64, ConfigError> {
 pub fn maj_at_k(samples: &PromptSamples, k: usize) -> Result<f64, ConfigError> {
     let n = samples.correct.len();
     if k == 0 || k > n {
-        return Err(ConfigError::InvalidValue {
+        return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
             field: "k",
             value: format!("{k} with {n} samples"),
             expected: "1 <= k <= samples per prompt",
-        });
+        }));
     }
     if samples.answers.len() != n {
-        return Err(ConfigError::InvalidValue {
+        return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
             field: "answers",
             value: format!("{} answers for {n} samples", samples.answers.len()),
             expected: "one extracted answer (or none) per sample",
-        });
+        }));
     }
     // answer → (votes, first sample index)
     let mut votes: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
@@ -268,11 +268,11 @@ impl Scores {
         bootstrap: Bootstrap,
     ) -> Result<Self, ConfigError> {
         let Some(first) = prompts.first() else {
-            return Err(ConfigError::InvalidValue {
+            return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field: "prompts",
                 value: "none".into(),
                 expected: "at least one prompt",
-            });
+            }));
         };
         let n = first.correct.len();
         if let Some((i, p)) = prompts
@@ -280,14 +280,14 @@ impl Scores {
             .enumerate()
             .find(|(_, p)| p.correct.len() != n)
         {
-            return Err(ConfigError::InvalidValue {
+            return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field: "samples",
                 value: format!(
                     "prompt {i} has {} samples, prompt 0 has {n}",
                     p.correct.len()
                 ),
                 expected: "the same number of samples for every prompt",
-            });
+            }));
         }
         let correct: Vec<usize> = prompts
             .iter()

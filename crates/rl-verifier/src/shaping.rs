@@ -99,25 +99,25 @@ impl OverlongPolicy {
         } = *self
         {
             if max_len == 0 {
-                return Err(ConfigError::InvalidValue {
+                return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                     field: "overlong.max_len",
                     value: "0".into(),
                     expected: "a positive number of tokens",
-                });
+                }));
             }
             if cache_len == 0 || cache_len > max_len {
-                return Err(ConfigError::InvalidValue {
+                return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                     field: "overlong.cache_len",
                     value: cache_len.to_string(),
                     expected: "a number of tokens in 1..=max_len",
-                });
+                }));
             }
             if !penalty_factor.is_finite() || penalty_factor < 0.0 {
-                return Err(ConfigError::InvalidValue {
+                return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                     field: "overlong.penalty_factor",
                     value: penalty_factor.to_string(),
                     expected: "a finite number ≥ 0",
-                });
+                }));
             }
         }
         Ok(())

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::reinforce_pp::ReinforcePlusPlus;
 use super::weighted::PromptWeighted;
 use super::{
-    AdvantageEstimator, DEFAULT_EPS, DEFAULT_EQUAL_TOL, Da3po, Dapo, DrGrpo, ESTIMATOR_NAMES, Grpo,
+    AdvantageEstimator, DEFAULT_EPS, DEFAULT_EQUAL_TOL, Da3po, Dapo, DrGrpo, Grpo,
     Rloo, StdMode,
 };
 use crate::AdvantageError;
@@ -152,61 +152,57 @@ pub enum EstimatorConfig {
     },
 }
 
-impl EstimatorConfig {
+rl_core::registry! {
+    /// Names accepted by [`EstimatorConfig::from_name`], in registry order.
+    pub const ESTIMATOR_NAMES;
     /// The estimator registered under `name`, with its paper defaults.
-    pub fn from_name(name: &str) -> Result<Self, AdvantageError> {
-        Ok(match name {
-            "grpo" => EstimatorConfig::Grpo {
-                std: StdMode::Sample,
-                eps: DEFAULT_EPS,
-                equal_tol: DEFAULT_EQUAL_TOL,
-                prompt_weight: PromptWeight::None,
-            },
-            "dr_grpo" => EstimatorConfig::DrGrpo {
-                equal_tol: DEFAULT_EQUAL_TOL,
-                prompt_weight: PromptWeight::None,
-            },
-            "rloo" => EstimatorConfig::Rloo {
-                equal_tol: DEFAULT_EQUAL_TOL,
-                prompt_weight: PromptWeight::None,
-            },
-            "dapo" => EstimatorConfig::Dapo {
-                std: StdMode::Sample,
-                eps: DEFAULT_EPS,
-                equal_tol: DEFAULT_EQUAL_TOL,
-                prompt_weight: PromptWeight::None,
-            },
-            "da3po" => EstimatorConfig::Da3po {
-                std: StdMode::Sample,
-                eps: DEFAULT_EPS,
-                equal_tol: DEFAULT_EQUAL_TOL,
-                lambda: crate::daa::DEFAULT_LAMBDA,
-                tau: crate::daa::DEFAULT_TAU,
-                negative_advantage: NegativeAdvantage::Keep,
-                lambda_rule: LambdaRule::Constant,
-                lambda_min: None,
-                lambda_max: None,
-                prompt_weight: PromptWeight::None,
-            },
-            "reinforce_plus_plus" => EstimatorConfig::ReinforcePlusPlus {
-                equal_tol: DEFAULT_EQUAL_TOL,
-                daa: None,
-                prompt_weight: PromptWeight::None,
-            },
-            "reinforce_plus_plus_baseline" => EstimatorConfig::ReinforcePlusPlusBaseline {
-                equal_tol: DEFAULT_EQUAL_TOL,
-                daa: None,
-                prompt_weight: PromptWeight::None,
-            },
-            other => {
-                return Err(AdvantageError::UnknownEstimator {
-                    name: other.to_string(),
-                    valid: ESTIMATOR_NAMES.to_vec(),
-                });
-            }
-        })
+    fn EstimatorConfig::from_name -> AdvantageError, kind "advantage estimator" {
+        "grpo" => EstimatorConfig::Grpo {
+            std: StdMode::Sample,
+            eps: DEFAULT_EPS,
+            equal_tol: DEFAULT_EQUAL_TOL,
+            prompt_weight: PromptWeight::None,
+        },
+        "dr_grpo" => EstimatorConfig::DrGrpo {
+            equal_tol: DEFAULT_EQUAL_TOL,
+            prompt_weight: PromptWeight::None,
+        },
+        "rloo" => EstimatorConfig::Rloo {
+            equal_tol: DEFAULT_EQUAL_TOL,
+            prompt_weight: PromptWeight::None,
+        },
+        "dapo" => EstimatorConfig::Dapo {
+            std: StdMode::Sample,
+            eps: DEFAULT_EPS,
+            equal_tol: DEFAULT_EQUAL_TOL,
+            prompt_weight: PromptWeight::None,
+        },
+        "da3po" => EstimatorConfig::Da3po {
+            std: StdMode::Sample,
+            eps: DEFAULT_EPS,
+            equal_tol: DEFAULT_EQUAL_TOL,
+            lambda: crate::daa::DEFAULT_LAMBDA,
+            tau: crate::daa::DEFAULT_TAU,
+            negative_advantage: NegativeAdvantage::Keep,
+            lambda_rule: LambdaRule::Constant,
+            lambda_min: None,
+            lambda_max: None,
+            prompt_weight: PromptWeight::None,
+        },
+        "reinforce_plus_plus" => EstimatorConfig::ReinforcePlusPlus {
+            equal_tol: DEFAULT_EQUAL_TOL,
+            daa: None,
+            prompt_weight: PromptWeight::None,
+        },
+        "reinforce_plus_plus_baseline" => EstimatorConfig::ReinforcePlusPlusBaseline {
+            equal_tol: DEFAULT_EQUAL_TOL,
+            daa: None,
+            prompt_weight: PromptWeight::None,
+        },
     }
+}
 
+impl EstimatorConfig {
     /// The registry name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -236,11 +232,11 @@ impl EstimatorConfig {
             | EstimatorConfig::Dapo { std, .. }
             | EstimatorConfig::Da3po { std, .. } => *std = mode,
             _ => {
-                return Err(AdvantageError::InvalidConfig {
+                return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                     field: "std",
                     value: format!("{mode:?} for `{}`", self.name()),
                     expected: "std is a setting of grpo, dapo and da3po only",
-                });
+                }));
             }
         }
         Ok(self)
@@ -269,11 +265,11 @@ impl EstimatorConfig {
             (d.lambda_rule, d.lambda_min, d.lambda_max) = (rule, min, max);
             return Ok(self);
         }
-        Err(AdvantageError::InvalidConfig {
+        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
             field: "lambda_rule",
             value: format!("{rule:?} for `{}`", self.name()),
             expected: DAA_SETTING,
-        })
+        }))
     }
 
     /// Sets DAA's λ and τ: `da3po`'s, or the DAA layer of `reinforce_plus_plus[_baseline]`
@@ -290,12 +286,12 @@ impl EstimatorConfig {
             d.tau = new_tau;
             return Ok(self);
         }
-        Err(AdvantageError::InvalidConfig {
+        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
             field: "lambda",
             value: format!("{new_lambda} for `{}`", self.name()),
             expected: "lambda and tau are settings of da3po, reinforce_plus_plus and \
                        reinforce_plus_plus_baseline only",
-        })
+        }))
     }
 
     /// Sets DAA's rule for negative advantages of correct responses: `da3po`'s, or the DAA layer
@@ -316,11 +312,11 @@ impl EstimatorConfig {
             d.negative_advantage = rule;
             return Ok(self);
         }
-        Err(AdvantageError::InvalidConfig {
+        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
             field: "negative_advantage",
             value: format!("{} for `{}`", rule.name(), self.name()),
             expected: DAA_SETTING,
-        })
+        }))
     }
 
     /// The weight of each group's advantages (`prompt_weight`).
@@ -371,11 +367,11 @@ impl EstimatorConfig {
         group_size: usize,
     ) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
         if group_size < 2 {
-            return Err(AdvantageError::InvalidConfig {
+            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
                 field: "group_size",
                 value: group_size.to_string(),
                 expected: "an integer >= 2 (a group needs a baseline)",
-            });
+            }));
         }
         let grpo = |std: StdMode, eps: f64, equal_tol: f64| -> Result<Grpo, AdvantageError> {
             check_nonneg("eps", eps)?;
@@ -455,10 +451,10 @@ pub(super) fn check_nonneg(field: &'static str, v: f64) -> Result<(), AdvantageE
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(AdvantageError::InvalidConfig {
+        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
             field,
             value: v.to_string(),
             expected: "a finite number >= 0",
-        })
+        }))
     }
 }

@@ -73,11 +73,11 @@ pub fn simulate(
 ) -> Result<Simulation, AdvantageError> {
     check(p, group_size)?;
     if config.groups == 0 {
-        return Err(AdvantageError::InvalidConfig {
+        return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
             field: "simulate",
             value: "0".into(),
             expected: "a number of groups >= 1",
-        });
+        }));
     }
     let grpo = Grpo {
         std: config.std,
@@ -119,11 +119,11 @@ pub fn simulate(
         counts.push((c, w, kept));
     }
     if n_pos_kept == 0.0 || n_neg_kept == 0.0 {
-        return Err(AdvantageError::InvalidConfig {
+        return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
             field: "simulate",
             value: config.groups.to_string(),
             expected: "enough groups that some kept group has correct and incorrect responses",
-        });
+        }));
     }
     // Uniform groups have zero advantages, so the sums over kept groups equal the sums over all.
     let mean_pos_all = sum_pos / n_pos;

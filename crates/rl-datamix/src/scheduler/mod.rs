@@ -31,55 +31,40 @@ pub enum SchedulerConfig {
     Hds(HdsConfig),
 }
 
-/// Names accepted by [`SchedulerConfig::by_name`].
-pub const SCHEDULER_NAMES: &[&str] = &[
-    "uniform",
-    "odm",
-    "odm_group",
-    "hds",
-    "hds_align",
-    "hds_quality",
-    "hds_stability",
-    "hds_vector",
-];
+/// One HDS reward component alone, weight 1 (`hds_align`, `hds_quality`, `hds_stability`).
+fn hds_only(align: f32, quality: f32, stability: f32) -> SchedulerConfig {
+    let mut c = HdsConfig::default();
+    c.reward.weights = crate::rewards::RewardWeights {
+        align,
+        quality,
+        stability,
+    };
+    SchedulerConfig::Hds(c)
+}
 
-impl SchedulerConfig {
+rl_core::registry! {
+    /// Names accepted by [`SchedulerConfig::from_name`].
+    pub const SCHEDULER_NAMES;
     /// A default configuration by name: `uniform`; `odm` (paper EXP3, α = 0.9, reward ℓ);
     /// `odm_group` (the official mixed-minibatch variant, α = 0.5, reward exp ℓ); `hds` (weights
     /// 1/10/10, scalar critic); `hds_align`, `hds_quality`, `hds_stability` (one reward
     /// component, weight 1); `hds_vector` (the code-faithful per-domain critic).
-    pub fn by_name(name: &str) -> Result<Self> {
-        let hds_only = |a: f32, q: f32, s: f32| {
-            let mut c = HdsConfig::default();
-            c.reward.weights = crate::rewards::RewardWeights {
-                align: a,
-                quality: q,
-                stability: s,
-            };
-            SchedulerConfig::Hds(c)
-        };
-        Ok(match name {
-            "uniform" => SchedulerConfig::Uniform {},
-            "odm" => SchedulerConfig::Odm(OdmConfig::default()),
-            "odm_group" => SchedulerConfig::Odm(OdmConfig::group()),
-            "hds" => SchedulerConfig::Hds(HdsConfig::default()),
-            "hds_align" => hds_only(1.0, 0.0, 0.0),
-            "hds_quality" => hds_only(0.0, 1.0, 0.0),
-            "hds_stability" => hds_only(0.0, 0.0, 1.0),
-            "hds_vector" => SchedulerConfig::Hds(HdsConfig {
-                critic: CriticKind::PerDomain,
-                ..HdsConfig::default()
-            }),
-            other => {
-                return Err(DatamixError::UnknownName {
-                    kind: "scheduler",
-                    name: other.to_string(),
-                    valid: SCHEDULER_NAMES.join(", "),
-                });
-            }
-        })
+    fn SchedulerConfig::from_name -> DatamixError, kind "scheduler" {
+        "uniform" => SchedulerConfig::Uniform {},
+        "odm" => SchedulerConfig::Odm(OdmConfig::default()),
+        "odm_group" => SchedulerConfig::Odm(OdmConfig::group()),
+        "hds" => SchedulerConfig::Hds(HdsConfig::default()),
+        "hds_align" => hds_only(1.0, 0.0, 0.0),
+        "hds_quality" => hds_only(0.0, 1.0, 0.0),
+        "hds_stability" => hds_only(0.0, 0.0, 1.0),
+        "hds_vector" => SchedulerConfig::Hds(HdsConfig {
+            critic: CriticKind::PerDomain,
+            ..HdsConfig::default()
+        }),
     }
+}
 
+impl SchedulerConfig {
     /// Checks the configuration for `k` domains; `prefix` is the config path for messages.
     pub fn validate(&self, k: usize, prefix: &str) -> Result<()> {
         match self {
@@ -127,7 +112,7 @@ mod tests {
     #[test]
     fn configs_round_trip_through_json_and_toml() {
         for name in SCHEDULER_NAMES {
-            let c = SchedulerConfig::by_name(name).unwrap();
+            let c = SchedulerConfig::from_name(name).unwrap();
             let j = serde_json::to_string(&c).unwrap();
             assert_eq!(
                 serde_json::from_str::<SchedulerConfig>(&j).unwrap(),
@@ -150,7 +135,7 @@ mod tests {
 
     #[test]
     fn unknown_names_and_keys_are_errors() {
-        let e = SchedulerConfig::by_name("dorem").unwrap_err().to_string();
+        let e = SchedulerConfig::from_name("dorem").unwrap_err().to_string();
         assert!(
             e.contains("dorem") && e.contains("odm_group") && e.contains("hds"),
             "{e}"

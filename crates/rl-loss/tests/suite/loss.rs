@@ -488,10 +488,10 @@ fn errors_name_the_problem() {
     );
     assert!(matches!(
         Aggregation::from_name("seq_mean_token_sum_norm", None),
-        Err(LossError::InvalidConfig {
+        Err(LossError::InvalidConfig(rl_loss::InvalidValue {
             field: "constant",
             ..
-        })
+        }))
     ));
     assert!(KlEstimator::from_name("k4").is_err());
     let bad = cfg(
@@ -503,18 +503,18 @@ fn errors_name_the_problem() {
     );
     assert!(matches!(
         bad.validate(),
-        Err(LossError::InvalidConfig {
+        Err(LossError::InvalidConfig(rl_loss::InvalidValue {
             field: "aggregation",
             ..
-        })
+        }))
     ));
     let bad = cfg(ppo(0.2, 0.28, Some(1.0)), Aggregation::TokenMean);
     assert!(matches!(
         bad.validate(),
-        Err(LossError::InvalidConfig {
+        Err(LossError::InvalidConfig(rl_loss::InvalidValue {
             field: "dual_clip",
             ..
-        })
+        }))
     ));
 
     let d = data(1);
@@ -644,7 +644,7 @@ fn cispo_keeps_a_weighted_reinforce_gradient() {
         (10.0, f64::INFINITY, "clip_high"),
     ] {
         match cispo(lo, hi).validate() {
-            Err(LossError::InvalidConfig { field: f, .. }) => assert_eq!(f, field),
+            Err(LossError::InvalidConfig(rl_loss::InvalidValue { field: f, .. })) => assert_eq!(f, field),
             other => panic!("{lo}/{hi}: {other:?}"),
         }
     }

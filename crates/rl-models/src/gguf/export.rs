@@ -43,19 +43,18 @@ pub enum GgufDtype {
     Bf16,
 }
 
-impl GgufDtype {
+rl_core::registry! {
+    /// Valid values of [`GgufDtype`] (`--dtype` of `rlvr export-gguf`).
+    pub const GGUF_DTYPE_NAMES;
     /// `f32`, `f16` or `bf16`.
-    pub fn from_name(name: &str) -> Result<Self, ModelError> {
-        match name {
-            "f32" => Ok(GgufDtype::F32),
-            "f16" => Ok(GgufDtype::F16),
-            "bf16" => Ok(GgufDtype::Bf16),
-            other => Err(ModelError::InvalidInput(format!(
-                "GGUF dtype `{other}`: expected one of f32, f16, bf16"
-            ))),
-        }
+    fn GgufDtype::from_name -> ModelError, kind "GGUF dtype" {
+        "f32" => GgufDtype::F32,
+        "f16" => GgufDtype::F16,
+        "bf16" => GgufDtype::Bf16,
     }
+}
 
+impl GgufDtype {
     /// ggml type id.
     fn ggml_type(self) -> u32 {
         match self {

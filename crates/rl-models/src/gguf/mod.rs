@@ -12,7 +12,7 @@ pub mod read;
 mod to_hf;
 pub mod vocab;
 
-pub use export::{GgufDtype, export_gguf};
+pub use export::{GGUF_DTYPE_NAMES, GgufDtype, export_gguf};
 pub use model::{GgufModel, is_gguf};
 pub use read::{GgufError, GgufFile};
 pub use to_hf::export_hf;

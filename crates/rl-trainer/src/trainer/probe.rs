@@ -45,9 +45,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 step,
                 prompt: g.prompt,
                 tier: self.prompts.train.prompts[index].tier.clone(),
-                correct: g.correct.clone(),
+                correct: g.verdicts(),
                 advantages,
-                kept: self.batcher.filter().keep(&g.rewards, &g.correct),
+                kept: self.batcher.filter().keep(&g.rewards(), &g.verdicts()),
                 probe_samples: n,
                 probe_correct,
             });

@@ -234,11 +234,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             }
             if let Some(t) = &mut self.state.difficulty {
                 for g in &groups {
-                    t.observe(
-                        g.prompt,
-                        g.correct.iter().filter(|&&c| c).count(),
-                        g.correct.len(),
-                    );
+                    t.observe(g.prompt, g.correct_count(), g.items.len());
                 }
             }
             self.probe_round(&groups)?;

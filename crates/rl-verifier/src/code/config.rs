@@ -28,18 +28,15 @@ impl CodeReward {
             CodeReward::Fraction => "fraction",
         }
     }
+}
 
-    /// From its name; unknown names are an error listing the valid ones.
-    pub fn from_name(name: &str) -> Result<Self, ConfigError> {
-        match name {
-            "all_or_nothing" => Ok(CodeReward::AllOrNothing),
-            "fraction" => Ok(CodeReward::Fraction),
-            other => Err(ConfigError::UnknownName {
-                what: "code reward",
-                name: other.to_string(),
-                valid: vec!["all_or_nothing", "fraction"],
-            }),
-        }
+rl_core::registry! {
+    /// Valid values of [`CodeReward`], as written in configs.
+    pub const CODE_REWARD_NAMES;
+    /// From its name.
+    fn CodeReward::from_name -> ConfigError, kind "code reward" {
+        "all_or_nothing" => CodeReward::AllOrNothing,
+        "fraction" => CodeReward::Fraction,
     }
 }
 
@@ -90,11 +87,11 @@ impl CodeConfig {
     /// Checks every value (the sandbox checks its own when it is built).
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field: &'static str, value: String, expected: &'static str| {
-            Err(ConfigError::InvalidValue {
+            Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field,
                 value,
                 expected,
-            })
+            }))
         };
         if self.max_tests == 0 {
             return bad("max_tests", "0".into(), "at least 1");

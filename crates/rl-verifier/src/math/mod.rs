@@ -56,25 +56,25 @@ impl MathConfig {
     pub fn build(self) -> Result<MathVerifier, ConfigError> {
         self.budget.validate()?;
         if !(1..=15).contains(&self.decimal_digits) {
-            return Err(ConfigError::InvalidValue {
+            return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field: "decimal_digits",
                 value: self.decimal_digits.to_string(),
                 expected: "an integer in 1..=15",
-            });
+            }));
         }
         if !(self.rel_tol.is_finite() && (0.0..=1e-6).contains(&self.rel_tol)) {
-            return Err(ConfigError::InvalidValue {
+            return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field: "rel_tol",
                 value: self.rel_tol.to_string(),
                 expected: "a number in [0, 1e-6]",
-            });
+            }));
         }
         if !(1..=64).contains(&self.eval_points) {
-            return Err(ConfigError::InvalidValue {
+            return Err(ConfigError::InvalidValue(rl_core::InvalidValue {
                 field: "eval_points",
                 value: self.eval_points.to_string(),
                 expected: "an integer in 1..=64",
-            });
+            }));
         }
         Ok(MathVerifier { config: self })
     }
