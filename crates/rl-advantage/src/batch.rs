@@ -111,7 +111,7 @@ fn compute(
     }
     if let Some(w) = whitening {
         if !(w.eps.is_finite() && w.eps >= 0.0) {
-            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+            return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                 field: "whitening.eps",
                 value: w.eps.to_string(),
                 expected: "a finite number >= 0",

@@ -136,14 +136,14 @@ impl Daa {
     /// Validated constructor (negative advantages of correct responses kept, the default).
     pub fn new(lambda: f64, tau: f64) -> Result<Self, AdvantageError> {
         if !(lambda.is_finite() && lambda > 0.0) {
-            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+            return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                 field: "lambda",
                 value: lambda.to_string(),
                 expected: "a finite number > 0 (1 disables amplification)",
             }));
         }
         if !(tau.is_finite() && tau > 0.0 && tau <= 1.0) {
-            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+            return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                 field: "tau",
                 value: tau.to_string(),
                 expected: "a number in (0, 1]",
@@ -168,7 +168,7 @@ impl Daa {
             if let Some(b) = bound
                 && !(b.is_finite() && b > 0.0)
             {
-                return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+                return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                     field,
                     value: b.to_string(),
                     expected: "a finite number > 0",
@@ -178,7 +178,7 @@ impl Daa {
         if let (Some(lo), Some(hi)) = (lambda_min, lambda_max)
             && lo > hi
         {
-            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+            return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                 field: "lambda_min",
                 value: format!("{lo} > lambda_max = {hi}"),
                 expected: "lambda_min <= lambda_max",

@@ -28,14 +28,14 @@ impl DistillSignal {
     /// Checks both weights (finite; `coef` > 0, `reward_weight` ≥ 0).
     pub fn new(coef: f64, reward_weight: f64) -> Result<Self, AdvantageError> {
         if !(coef.is_finite() && coef > 0.0) {
-            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+            return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                 field: "distill.coef",
                 value: coef.to_string(),
                 expected: "a finite number > 0",
             }));
         }
         if !(reward_weight.is_finite() && reward_weight >= 0.0) {
-            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+            return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                 field: "distill.reward_weight",
                 value: reward_weight.to_string(),
                 expected: "a finite number ≥ 0 (0: distillation only)",
@@ -69,7 +69,7 @@ impl DistillSignal {
             .enumerate()
             .map(|(t, (&s, &q))| {
                 if !(s.is_finite() && q.is_finite()) {
-                    return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+                    return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                         field: "distill log-probs",
                         value: format!("token {t}: student {s}, teacher {q}"),
                         expected: "finite log-probs",

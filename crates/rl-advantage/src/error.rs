@@ -1,4 +1,4 @@
-use crate::GroupId;
+use rl_core::GroupId;
 
 /// Everything that can go wrong when configuring or computing advantages.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::daa::Daa;
 use crate::group::{GroupedBatch, all_equal, check_group};
 use crate::weight::PromptWeight;
-use crate::{AdvantageError, GroupId};
+use rl_core::GroupId;
+use crate::AdvantageError;
 
 pub(crate) mod config;
 pub(crate) mod reinforce_pp;

@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 
-use crate::{AdvantageError, GroupId, Sample};
+use rl_core::GroupId;
+use crate::{AdvantageError, Sample};
 
 /// Groups in order of first appearance, each with the indices of its samples in input order.
 pub fn group_indices(samples: &[Sample]) -> Vec<(GroupId, Vec<usize>)> {

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::GroupId;
+use rl_core::GroupId;
 
 /// One scored response.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

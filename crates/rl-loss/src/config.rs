@@ -102,7 +102,7 @@ impl PolicyLoss {
                 if let Some(c) = dual_clip
                     && !(c.is_finite() && c > 1.0)
                 {
-                    return Err(LossError::InvalidConfig(crate::InvalidValue {
+                    return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                         field: "dual_clip",
                         value: c.to_string(),
                         expected: "a number > 1 (verl asserts clip_ratio_c > 1), or absent",
@@ -125,7 +125,7 @@ impl PolicyLoss {
             } => {
                 // A weight floor 1 − ε_low <= 0 is no floor: the ratio is positive.
                 if !(clip_low.is_finite() && clip_low >= 0.0) {
-                    return Err(LossError::InvalidConfig(crate::InvalidValue {
+                    return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                         field: "clip_low",
                         value: clip_low.to_string(),
                         expected: "a finite number >= 0 (>= 1: no lower bound on the weight)",
@@ -136,14 +136,14 @@ impl PolicyLoss {
         };
         if let Some((lo, hi)) = clips {
             if !(lo.is_finite() && (0.0..1.0).contains(&lo)) {
-                return Err(LossError::InvalidConfig(crate::InvalidValue {
+                return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                     field: "clip_low",
                     value: lo.to_string(),
                     expected: "a number in [0, 1)",
                 }));
             }
             if !(hi.is_finite() && hi >= 0.0) {
-                return Err(LossError::InvalidConfig(crate::InvalidValue {
+                return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                     field: "clip_high",
                     value: hi.to_string(),
                     expected: "a finite number >= 0",
@@ -180,7 +180,7 @@ impl Aggregation {
             "seq_mean_token_sum" => Ok(Aggregation::SeqMeanTokenSum),
             "seq_mean_token_sum_norm" => match constant {
                 Some(c) => Ok(Aggregation::SeqMeanTokenSumNorm { constant: c }),
-                None => Err(LossError::InvalidConfig(crate::InvalidValue {
+                None => Err(LossError::InvalidConfig(rl_core::InvalidValue {
                     field: "constant",
                     value: "absent".into(),
                     expected: "seq_mean_token_sum_norm needs a fixed constant (e.g. max response length)",
@@ -205,7 +205,7 @@ impl Aggregation {
         if let Aggregation::SeqMeanTokenSumNorm { constant } = *self
             && !(constant.is_finite() && constant > 0.0)
         {
-            return Err(LossError::InvalidConfig(crate::InvalidValue {
+            return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                 field: "constant",
                 value: constant.to_string(),
                 expected: "a finite number > 0",
@@ -283,7 +283,7 @@ impl LossConfig {
             PolicyLoss::Gspo { .. } | PolicyLoss::GspoToken { .. }
         ) && self.aggregation != Aggregation::SeqMeanTokenMean
         {
-            return Err(LossError::InvalidConfig(crate::InvalidValue {
+            return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                 field: "aggregation",
                 value: self.aggregation.name().into(),
                 expected: "seq_mean_token_mean (GSPO normalises per sequence)",
@@ -292,7 +292,7 @@ impl LossConfig {
         if let Some(kl) = self.kl
             && !(kl.coef.is_finite() && kl.coef >= 0.0)
         {
-            return Err(LossError::InvalidConfig(crate::InvalidValue {
+            return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                 field: "kl.coef",
                 value: kl.coef.to_string(),
                 expected: "a finite number >= 0",
@@ -300,7 +300,7 @@ impl LossConfig {
         }
         self.is_correction.validate()?;
         if !self.entropy_coef.is_finite() {
-            return Err(LossError::InvalidConfig(crate::InvalidValue {
+            return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                 field: "entropy_coef",
                 value: self.entropy_coef.to_string(),
                 expected: "a finite number",

@@ -47,21 +47,21 @@ pub fn generalized_jsd<B: Backend>(
         });
     }
     if !(0.0..=1.0).contains(&beta) {
-        return Err(LossError::InvalidConfig(crate::InvalidValue {
+        return Err(LossError::InvalidConfig(rl_core::InvalidValue {
             field: "beta",
             value: beta.to_string(),
             expected: "a number in [0, 1] (0: forward KL, 1: reverse KL)",
         }));
     }
     if !(temperature.is_finite() && temperature > 0.0) {
-        return Err(LossError::InvalidConfig(crate::InvalidValue {
+        return Err(LossError::InvalidConfig(rl_core::InvalidValue {
             field: "temperature",
             value: temperature.to_string(),
             expected: "a finite number > 0",
         }));
     }
     if vocab_chunk == 0 {
-        return Err(LossError::InvalidConfig(crate::InvalidValue {
+        return Err(LossError::InvalidConfig(rl_core::InvalidValue {
             field: "vocab_chunk",
             value: "0".into(),
             expected: "at least 1 column",

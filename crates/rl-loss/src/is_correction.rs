@@ -134,7 +134,7 @@ impl IsCorrection {
     pub fn validate(&self) -> Result<(), LossError> {
         match *self {
             IsCorrection::TokenTis { cap } if !(cap.is_finite() && cap > 0.0) => {
-                Err(LossError::InvalidConfig(crate::InvalidValue {
+                Err(LossError::InvalidConfig(rl_core::InvalidValue {
                     field: "is_correction.cap",
                     value: cap.to_string(),
                     expected: "a finite number > 0",
@@ -142,14 +142,14 @@ impl IsCorrection {
             }
             IsCorrection::TokenMask { low, high } | IsCorrection::SequenceMask { low, high } => {
                 if !(low.is_finite() && low >= 0.0) {
-                    return Err(LossError::InvalidConfig(crate::InvalidValue {
+                    return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                         field: "is_correction.low",
                         value: low.to_string(),
                         expected: "a finite number >= 0",
                     }));
                 }
                 if !(high.is_finite() && high > low) {
-                    return Err(LossError::InvalidConfig(crate::InvalidValue {
+                    return Err(LossError::InvalidConfig(rl_core::InvalidValue {
                         field: "is_correction.high",
                         value: format!("{high} (low = {low})"),
                         expected: "a finite number > low",
@@ -229,7 +229,7 @@ pub fn sequence_weights(
         });
     }
     if let Some(x) = old.iter().chain(rollout).find(|x| !x.is_finite()) {
-        return Err(LossError::InvalidConfig(crate::InvalidValue {
+        return Err(LossError::InvalidConfig(rl_core::InvalidValue {
             field: "rollout_logp",
             value: x.to_string(),
             expected: "finite log-probs",

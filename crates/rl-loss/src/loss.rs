@@ -337,7 +337,7 @@ pub fn compute_loss<B: Backend>(
         .into_data()
         .convert::<f32>()
         .into_vec()
-        .map_err(|e| LossError::InvalidConfig(crate::InvalidValue {
+        .map_err(|e| LossError::InvalidConfig(rl_core::InvalidValue {
             field: "metrics",
             value: format!("{e:?}"),
             expected: "readable f32 data",

@@ -123,7 +123,7 @@ impl<T: Scored> DynamicBatcher<T> {
     /// Validates the configuration.
     pub fn new(config: BatcherConfig, filter: Box<dyn GroupFilter>) -> Result<Self, SamplerError> {
         if config.groups_per_step == 0 {
-            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+            return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                 field: "groups_per_step",
                 value: "0".into(),
                 expected: "an integer >= 1",

@@ -233,14 +233,14 @@ impl RolloutBudget {
     /// Checks `min` ≥ 2, `max` ≥ `min` and a DARS `base` ≥ 1.
     pub fn validate(&self) -> Result<(), SamplerError> {
         if self.min < DEFAULT_MIN_GROUP {
-            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+            return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                 field: "min",
                 value: self.min.to_string(),
                 expected: "an integer >= 2 (a group needs a baseline)",
             }));
         }
         if self.max < self.min {
-            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+            return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                 field: "max",
                 value: format!("{} < min = {}", self.max, self.min),
                 expected: "an integer >= min",
@@ -250,7 +250,7 @@ impl RolloutBudget {
         | BudgetSchedule::DarsHw { base: Some(b), .. } = self.schedule
             && b < 1
         {
-            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+            return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                 field: "base",
                 value: b.to_string(),
                 expected: "an integer >= 1 (DARS's first-round group size), or unset",
@@ -276,7 +276,7 @@ impl RolloutBudget {
             prompts.saturating_mul(self.max),
         );
         if total < lo || total > hi {
-            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+            return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                 field: "total",
                 value: format!(
                     "{total} responses for {prompts} prompts with min = {}, max = {} \
@@ -290,7 +290,7 @@ impl RolloutBudget {
         for (i, p) in pass_rates.iter().enumerate() {
             let p = p.unwrap_or(UNSEEN_PASS_RATE);
             if !(p.is_finite() && (0.0..=1.0).contains(&p)) {
-                return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+                return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                     field: "pass_rate",
                     value: format!("{p} (prompt #{i})"),
                     expected: "a number in [0, 1], or none for an unseen prompt",

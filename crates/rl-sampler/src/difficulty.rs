@@ -38,7 +38,7 @@ impl DifficultyTracker {
     /// `decay` in [0, 1): weight of the previous estimate.
     pub fn new(decay: f64) -> Result<Self, SamplerError> {
         if !(decay.is_finite() && (0.0..1.0).contains(&decay)) {
-            return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+            return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                 field: "decay",
                 value: decay.to_string(),
                 expected: "a number in [0, 1)",

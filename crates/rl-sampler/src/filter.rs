@@ -133,7 +133,7 @@ impl FilterConfig {
         Ok(match *self {
             FilterConfig::DynamicSampling { metric, reward_tol } => {
                 if !(reward_tol.is_finite() && reward_tol >= 0.0) {
-                    return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+                    return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                         field: "reward_tol",
                         value: reward_tol.to_string(),
                         expected: "a finite number >= 0",
@@ -148,7 +148,7 @@ impl FilterConfig {
                     && min < max
                     && max <= 1.0)
                 {
-                    return Err(SamplerError::InvalidConfig(crate::InvalidValue {
+                    return Err(SamplerError::InvalidConfig(rl_core::InvalidValue {
                         field: "min/max",
                         value: format!("min={min}, max={max}"),
                         expected: "0 <= min < max <= 1",

@@ -232,7 +232,7 @@ impl EstimatorConfig {
             | EstimatorConfig::Dapo { std, .. }
             | EstimatorConfig::Da3po { std, .. } => *std = mode,
             _ => {
-                return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+                return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                     field: "std",
                     value: format!("{mode:?} for `{}`", self.name()),
                     expected: "std is a setting of grpo, dapo and da3po only",
@@ -265,7 +265,7 @@ impl EstimatorConfig {
             (d.lambda_rule, d.lambda_min, d.lambda_max) = (rule, min, max);
             return Ok(self);
         }
-        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field: "lambda_rule",
             value: format!("{rule:?} for `{}`", self.name()),
             expected: DAA_SETTING,
@@ -286,7 +286,7 @@ impl EstimatorConfig {
             d.tau = new_tau;
             return Ok(self);
         }
-        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field: "lambda",
             value: format!("{new_lambda} for `{}`", self.name()),
             expected: "lambda and tau are settings of da3po, reinforce_plus_plus and \
@@ -312,7 +312,7 @@ impl EstimatorConfig {
             d.negative_advantage = rule;
             return Ok(self);
         }
-        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field: "negative_advantage",
             value: format!("{} for `{}`", rule.name(), self.name()),
             expected: DAA_SETTING,
@@ -367,7 +367,7 @@ impl EstimatorConfig {
         group_size: usize,
     ) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
         if group_size < 2 {
-            return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+            return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
                 field: "group_size",
                 value: group_size.to_string(),
                 expected: "an integer >= 2 (a group needs a baseline)",
@@ -451,7 +451,7 @@ pub(super) fn check_nonneg(field: &'static str, v: f64) -> Result<(), AdvantageE
     if v.is_finite() && v >= 0.0 {
         Ok(())
     } else {
-        Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field,
             value: v.to_string(),
             expected: "a finite number >= 0",

@@ -4,7 +4,8 @@
 use super::{AdvantageEstimator, DEFAULT_EQUAL_TOL, mean};
 use crate::daa::Daa;
 use crate::group::{GroupedBatch, all_equal, check_group};
-use crate::{AdvantageError, GroupId};
+use rl_core::GroupId;
+use crate::AdvantageError;
 
 /// verl's `masked_whiten` constants: the ε added to the token count in each masked mean and the
 /// ε added to the variance under the square root.

@@ -4,7 +4,8 @@ use super::AdvantageEstimator;
 use crate::daa::Daa;
 use crate::group::GroupedBatch;
 use crate::weight::PromptWeight;
-use crate::{AdvantageError, GroupId};
+use rl_core::GroupId;
+use crate::AdvantageError;
 
 /// An estimator followed by a [`PromptWeight`] of each group (built by
 /// [`crate::EstimatorConfig::build`] when `prompt_weight` is not `none`).

@@ -91,14 +91,14 @@ pub struct Amplification {
 
 pub(crate) fn check(p: f64, group_size: usize) -> Result<(), AdvantageError> {
     if group_size < 2 {
-        return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field: "group_size",
             value: group_size.to_string(),
             expected: "an integer >= 2",
         }));
     }
     if !(p.is_finite() && p > 0.0 && p < 1.0) {
-        return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field: "p",
             value: p.to_string(),
             expected: "a success rate strictly between 0 and 1",

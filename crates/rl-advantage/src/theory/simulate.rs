@@ -5,7 +5,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::formulas::*;
-use crate::{AdvantageError, AdvantageEstimator, GroupId, Grpo, StdMode};
+use rl_core::GroupId;
+use crate::{AdvantageError, AdvantageEstimator, Grpo, StdMode};
 
 /// Settings of the Monte Carlo check.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -73,7 +74,7 @@ pub fn simulate(
 ) -> Result<Simulation, AdvantageError> {
     check(p, group_size)?;
     if config.groups == 0 {
-        return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field: "simulate",
             value: "0".into(),
             expected: "a number of groups >= 1",
@@ -119,7 +120,7 @@ pub fn simulate(
         counts.push((c, w, kept));
     }
     if n_pos_kept == 0.0 || n_neg_kept == 0.0 {
-        return Err(AdvantageError::InvalidConfig(crate::InvalidValue {
+        return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
             field: "simulate",
             value: config.groups.to_string(),
             expected: "enough groups that some kept group has correct and incorrect responses",
