@@ -238,7 +238,11 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
         let samples: Vec<Sample> = batch
             .groups
             .iter()
-            .flat_map(|g| g.items.iter().map(|r| Sample::new(g.group, r.reward, r.correct)))
+            .flat_map(|g| {
+                g.items
+                    .iter()
+                    .map(|r| Sample::new(g.group, r.reward, r.correct))
+            })
             .collect();
         let adv = compute_batch(estimator.as_ref(), &samples, None)?;
         let items: Vec<&Rollout> = batch.groups.iter().flat_map(|g| g.items.iter()).collect();

@@ -17,11 +17,11 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
 use rl_models::{CausalLm, Tokenizer};
+use rl_trainer::data::{Dataset, PromptRenderer};
 use rl_trainer::eval::benchmark::{
     BenchmarkSettings, BenchmarkSummary, Scoring, append_samples, markdown_table, read_samples,
     sample_benchmark, summarize, write_samples,
 };
-use rl_trainer::data::{Dataset, PromptRenderer};
 use rl_trainer::eval::presets::{BENCHMARK_PRESETS, apply_benchmark_preset, default_ks};
 use rl_trainer::multi_turn::Episodes;
 use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};

@@ -4,11 +4,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::AdvantageError;
 use crate::daa::Daa;
 use crate::group::{GroupedBatch, all_equal, check_group};
 use crate::weight::PromptWeight;
 use rl_core::GroupId;
-use crate::AdvantageError;
 
 pub(crate) mod config;
 pub(crate) mod reinforce_pp;

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use rl_core::GroupId;
 use crate::{AdvantageError, Sample};
+use rl_core::GroupId;
 
 /// Groups in order of first appearance, each with the indices of its samples in input order.
 pub fn group_indices(samples: &[Sample]) -> Vec<(GroupId, Vec<usize>)> {

@@ -77,9 +77,7 @@ pub use error::AdvantageError;
 pub use estimator::config::{ESTIMATOR_NAMES, EstimatorConfig};
 pub use estimator::reinforce_pp::{REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus};
 pub use estimator::weighted::PromptWeighted;
-pub use estimator::{
-    AdvantageEstimator, Da3po, Dapo, DrGrpo, Grpo, Rloo, STD_NAMES, StdMode,
-};
+pub use estimator::{AdvantageEstimator, Da3po, Dapo, DrGrpo, Grpo, Rloo, STD_NAMES, StdMode};
 pub use group::{GroupedBatch, group_indices};
 pub use rl_core::{GroupId, InvalidValue, UnknownName};
 pub use sample::Sample;

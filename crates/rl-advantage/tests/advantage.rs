@@ -225,14 +225,20 @@ fn configuration_errors_name_the_problem() {
         .build(8);
     assert!(matches!(
         err,
-        Err(AdvantageError::InvalidConfig(rl_advantage::InvalidValue { field: "tau", .. }))
+        Err(AdvantageError::InvalidConfig(rl_advantage::InvalidValue {
+            field: "tau",
+            ..
+        }))
     ));
     let err = EstimatorConfig::from_name("rloo")
         .unwrap()
         .with_std(StdMode::Population);
     assert!(matches!(
         err,
-        Err(AdvantageError::InvalidConfig(rl_advantage::InvalidValue { field: "std", .. }))
+        Err(AdvantageError::InvalidConfig(rl_advantage::InvalidValue {
+            field: "std",
+            ..
+        }))
     ));
     let bad: Result<EstimatorConfig, _> = serde_json::from_str(r#"{"name":"grpo","lambda":2}"#);
     assert!(bad.is_err(), "unknown keys must be rejected");

@@ -186,7 +186,9 @@ impl Aggregation {
                     expected: "seq_mean_token_sum_norm needs a fixed constant (e.g. max response length)",
                 })),
             },
-            other => Err(rl_core::UnknownName::new("aggregation", other, &AGGREGATION_NAMES).into()),
+            other => {
+                Err(rl_core::UnknownName::new("aggregation", other, &AGGREGATION_NAMES).into())
+            }
         }
     }
 

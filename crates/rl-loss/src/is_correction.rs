@@ -27,7 +27,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::LossError;
 
-
 /// Clamp of the log-ratio before `exp`, as the policy losses.
 const LOG_RATIO_CLAMP: f64 = 20.0;
 

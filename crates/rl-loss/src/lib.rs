@@ -70,7 +70,6 @@ pub use config::{
 };
 pub use distill::generalized_jsd;
 pub use error::LossError;
-pub use rl_core::{InvalidValue, UnknownName};
 pub use is_correction::{
     IS_CORRECTION_NAMES, IsCorrection, IsStats, SequenceWeights, sequence_weights,
 };
@@ -79,3 +78,4 @@ pub use loss::{
     LossInput, LossOutput, PerToken, compute_loss, mask_from_lengths, per_token_policy_loss,
 };
 pub use metrics::LossMetrics;
+pub use rl_core::{InvalidValue, UnknownName};

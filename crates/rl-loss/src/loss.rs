@@ -337,11 +337,13 @@ pub fn compute_loss<B: Backend>(
         .into_data()
         .convert::<f32>()
         .into_vec()
-        .map_err(|e| LossError::InvalidConfig(rl_core::InvalidValue {
-            field: "metrics",
-            value: format!("{e:?}"),
-            expected: "readable f32 data",
-        }))?;
+        .map_err(|e| {
+            LossError::InvalidConfig(rl_core::InvalidValue {
+                field: "metrics",
+                value: format!("{e:?}"),
+                expected: "readable f32 data",
+            })
+        })?;
     let metrics = LossMetrics {
         tokens: v[0] as usize,
         sequences: v[1] as usize,

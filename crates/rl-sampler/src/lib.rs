@@ -37,10 +37,10 @@ pub use budget::{
 };
 pub use difficulty::{DifficultyTracker, PromptStats};
 pub use error::SamplerError;
-pub use rl_core::{GroupId, InvalidValue, UnknownName};
 pub use exhausted::OnExhausted;
 pub use filter::{
     DynamicSampling, FILTER_NAMES, FilterConfig, FilterMetric, GroupFilter, NoFilter, PassRateBand,
 };
 pub use report::BatchReport;
+pub use rl_core::{GroupId, InvalidValue, UnknownName};
 pub use round::{KeepRate, RoundSizing};

@@ -299,11 +299,7 @@ fn groups_of_budgeted_sizes_flow_through_the_batcher_and_the_estimators() {
     let samples: Vec<Sample> = batch
         .groups
         .iter()
-        .flat_map(|g| {
-            g.items
-                .iter()
-                .map(|&(r, c)| Sample::new(g.group, r, c))
-        })
+        .flat_map(|g| g.items.iter().map(|&(r, c)| Sample::new(g.group, r, c)))
         .collect();
     let cfg = EstimatorConfig::from_name("da3po")
         .unwrap()
@@ -316,16 +312,9 @@ fn groups_of_budgeted_sizes_flow_through_the_batcher_and_the_estimators() {
     for g in &batch.groups {
         let alone: Vec<Sample> = samples[offset..offset + g.items.len()].to_vec();
         let a = compute_batch(est.as_ref(), &alone, None).unwrap();
-        assert_eq!(
-            a.advantages,
-            all.advantages[offset..offset + g.items.len()]
-        );
+        assert_eq!(a.advantages, all.advantages[offset..offset + g.items.len()]);
         offset += g.items.len();
-        tracker.observe(
-            g.prompt,
-            g.correct_count(),
-            g.items.len(),
-        );
+        tracker.observe(g.prompt, g.correct_count(), g.items.len());
     }
     assert_eq!(offset, 48);
     for (prompt, &n) in sizes.iter().enumerate() {

@@ -73,14 +73,13 @@ impl Budget {
     /// `--budget` does. Unknown names and unparsable values are errors naming the valid keys.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
         let parse = |field: &'static str| {
-            value
-                .trim()
-                .parse::<u64>()
-                .map_err(|_| ConfigError::InvalidValue(rl_core::InvalidValue {
+            value.trim().parse::<u64>().map_err(|_| {
+                ConfigError::InvalidValue(rl_core::InvalidValue {
                     field,
                     value: value.to_string(),
                     expected: "a non-negative integer",
-                }))
+                })
+            })
         };
         match key.trim() {
             "max_input_bytes" => self.max_input_bytes = parse("budget.max_input_bytes")? as usize,

@@ -62,7 +62,6 @@ pub mod scores;
 mod shaping;
 mod verifier;
 
-pub use rl_core::{InvalidValue, UnknownName};
 pub use budget::Budget;
 pub use code::{
     BadTests, CodeConfig, CodeReport, CodeReward, CodeVerdict, CodeVerifier, TestResult,
@@ -79,6 +78,7 @@ pub use math::{BoxedMode, ExtractionConfig, MathConfig, MathVerifier};
 pub use outcome::{AnswerSource, Outcome, OutcomeCounts, OutcomeKind, Side, Verification};
 pub use registry::{VERIFIER_NAMES, VerifierConfig};
 pub use reward::RewardMap;
+pub use rl_core::{InvalidValue, UnknownName};
 pub use scores::{Bootstrap, Estimate, Noise, PromptSamples, Scores, maj_at_k, pass_at_k};
 pub use shaping::{OverlongPolicy, ResponseLength, ShapedReward, soft_overlong_penalty};
 pub use verifier::Verifier;

@@ -5,8 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::reinforce_pp::ReinforcePlusPlus;
 use super::weighted::PromptWeighted;
 use super::{
-    AdvantageEstimator, DEFAULT_EPS, DEFAULT_EQUAL_TOL, Da3po, Dapo, DrGrpo, Grpo,
-    Rloo, StdMode,
+    AdvantageEstimator, DEFAULT_EPS, DEFAULT_EQUAL_TOL, Da3po, Dapo, DrGrpo, Grpo, Rloo, StdMode,
 };
 use crate::AdvantageError;
 use crate::daa::{DaaConfig, LambdaRule, NegativeAdvantage};

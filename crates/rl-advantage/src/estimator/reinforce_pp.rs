@@ -2,10 +2,10 @@
 //! computes them.
 
 use super::{AdvantageEstimator, DEFAULT_EQUAL_TOL, mean};
+use crate::AdvantageError;
 use crate::daa::Daa;
 use crate::group::{GroupedBatch, all_equal, check_group};
 use rl_core::GroupId;
-use crate::AdvantageError;
 
 /// verl's `masked_whiten` constants: the ε added to the token count in each masked mean and the
 /// ε added to the variance under the square root.

@@ -1,11 +1,11 @@
 //! An estimator whose groups' advantages are scaled by a prompt weight ([`PromptWeight`]).
 
 use super::AdvantageEstimator;
+use crate::AdvantageError;
 use crate::daa::Daa;
 use crate::group::GroupedBatch;
 use crate::weight::PromptWeight;
 use rl_core::GroupId;
-use crate::AdvantageError;
 
 /// An estimator followed by a [`PromptWeight`] of each group (built by
 /// [`crate::EstimatorConfig::build`] when `prompt_weight` is not `none`).

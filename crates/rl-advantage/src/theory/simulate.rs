@@ -5,8 +5,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use super::formulas::*;
-use rl_core::GroupId;
 use crate::{AdvantageError, AdvantageEstimator, Grpo, StdMode};
+use rl_core::GroupId;
 
 /// Settings of the Monte Carlo check.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -71,7 +71,9 @@ mod tests {
             ("solution", AnswerFormat::Boxed)
         );
         assert_eq!(data.tier_key.as_deref(), Some("level"));
-        let e = apply_benchmark_preset(&mut data, "mmlu").unwrap_err().to_string();
+        let e = apply_benchmark_preset(&mut data, "mmlu")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("mmlu") && e.contains("gsm8k"), "{e}");
     }
 }

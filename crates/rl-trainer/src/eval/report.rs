@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use rl_verifier::{Bootstrap, Noise, Scores};
 use serde::{Deserialize, Serialize};
 
-use crate::TrainerError;
 use super::benchmark::{SampleRecord, summarize};
+use crate::TrainerError;
 
 /// Accuracy of one set of prompts with k samples each.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -6,8 +6,8 @@ use burn::tensor::backend::AutodiffBackend;
 
 use super::Trainer;
 use crate::TrainerError;
-use crate::eval::benchmark::{self, BenchmarkSettings, SampleRecord, Scoring};
 use crate::eval::EvalReport;
+use crate::eval::benchmark::{self, BenchmarkSettings, SampleRecord, Scoring};
 use crate::policy::Policy;
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
