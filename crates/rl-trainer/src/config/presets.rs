@@ -158,10 +158,8 @@ impl TrainConfig {
             other => {
                 return Err(TrainerError::Config {
                     field: "algorithm".into(),
-                    message: format!(
-                        "unknown algorithm `{other}`; valid names: {}",
-                        ALGORITHMS.join(", ")
-                    ),
+                    message: rl_advantage::UnknownName::new("algorithm", other, &ALGORITHMS)
+                        .to_string(),
                 });
             }
         }

@@ -2,6 +2,8 @@
 //! usual layout ([`apply_benchmark_preset`]), and the default list of k for pass@k and maj@k
 //! ([`default_ks`]).
 
+use rl_advantage::UnknownName;
+
 use crate::TrainerError;
 use crate::config::{AnswerFormat, DataSection};
 
@@ -26,10 +28,8 @@ pub fn apply_benchmark_preset(data: &mut DataSection, preset: &str) -> Result<()
         other => {
             return Err(TrainerError::Config {
                 field: "preset".into(),
-                message: format!(
-                    "unknown benchmark preset `{other}`; valid names: {}",
-                    BENCHMARK_PRESETS.join(", ")
-                ),
+                message: UnknownName::new("benchmark preset", other, &BENCHMARK_PRESETS)
+                    .to_string(),
             });
         }
     };
