@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
     for name in ESTIMATOR_NAMES {
         let est = EstimatorConfig::from_name(name).unwrap().build(G).unwrap();
         group.bench_function(name, |b| {
-            b.iter(|| compute_batch(est.as_ref(), std::hint::black_box(&samples), None).unwrap())
+            b.iter(|| compute_batch(&est, std::hint::black_box(&samples), None).unwrap())
         });
     }
     group.finish();

@@ -244,7 +244,7 @@ fn train(o: &Options) -> Result<Vec<StepLog>, Box<dyn Error>> {
                     .map(|r| Sample::new(g.group, r.reward, r.correct))
             })
             .collect();
-        let adv = compute_batch(estimator.as_ref(), &samples, None)?;
+        let adv = compute_batch(&estimator, &samples, None)?;
         let items: Vec<&Rollout> = batch.groups.iter().flat_map(|g| g.items.iter()).collect();
 
         // --- π_old: the engine's weights are the policy's (synchronous), so its log-probs

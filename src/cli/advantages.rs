@@ -41,13 +41,8 @@ fn build(args: &AdvantagesArgs) -> Result<EstimatorConfig, rl_advantage::Advanta
     }
     if args.lambda.is_some() || args.tau.is_some() {
         // The option not given keeps the estimator's value, or DAA's default for a layer.
-        let (l, t) = match cfg {
-            EstimatorConfig::Da3po { lambda, tau, .. } => (lambda, tau),
-            _ => {
-                let d = rl_advantage::DaaConfig::default();
-                (d.lambda, d.tau)
-            }
-        };
+        let d = cfg.daa_config().unwrap_or_default();
+        let (l, t) = (d.lambda, d.tau);
         cfg = cfg.with_daa(args.lambda.unwrap_or(l), args.tau.unwrap_or(t))?;
     }
     if let Some(rule) = &args.negative_advantage {
@@ -73,7 +68,7 @@ pub fn run(args: AdvantagesArgs, io: &mut Io<'_>) -> i32 {
     let filter = FilterConfig::from_name("dynamic_sampling")
         .and_then(|f| f.build())
         .expect("the built-in filter configuration is valid");
-    json_lines(io, |v| one_line(&v, estimator.as_ref(), filter.as_ref()))
+    json_lines(io, |v| one_line(&v, &estimator, filter.as_ref()))
 }
 
 fn one_line(
@@ -276,10 +271,8 @@ mod tests {
         let mut a = args("reinforce_plus_plus");
         a.lambda = Some(3.0);
         let cfg = build(&a).unwrap();
-        let d = match cfg {
-            EstimatorConfig::ReinforcePlusPlus { daa: Some(d), .. } => d,
-            other => panic!("{other:?}"),
-        };
+        let d = cfg.daa_config().unwrap();
+        assert_eq!(cfg.name(), "reinforce_plus_plus");
         assert_eq!((d.lambda, d.tau), (3.0, 0.5));
         let mut a = args("da3po");
         a.negative_advantage = Some("yes".into());

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::group::GroupedBatch;
-use crate::{AdvantageError, AdvantageEstimator, Daa, Sample};
+use crate::{AdvantageError, AdvantageEstimator, Daa, Estimator, Sample};
 
 /// Optional batch whitening after group normalisation: A ← (A − mean A)/(std A + eps) over the
 /// whole batch (population std). It is a separate, explicit step — never applied silently.
@@ -59,7 +59,7 @@ pub struct BatchAdvantages {
 /// be interleaved), then optionally whitens the batch. Every response counts as one token; see
 /// [`compute_batch_with_tokens`] for estimators that weigh responses by their length.
 pub fn compute_batch(
-    estimator: &dyn AdvantageEstimator,
+    estimator: &Estimator,
     samples: &[Sample],
     whitening: Option<Whitening>,
 ) -> Result<BatchAdvantages, AdvantageError> {
@@ -70,7 +70,7 @@ pub fn compute_batch(
 /// number of tokens its advantage multiplies in the loss. REINFORCE++'s whitening weighs each
 /// response by it, as verl's token-level `masked_whiten` does; the other estimators ignore it.
 pub fn compute_batch_with_tokens(
-    estimator: &dyn AdvantageEstimator,
+    estimator: &Estimator,
     samples: &[Sample],
     tokens: &[usize],
     whitening: Option<Whitening>,
@@ -83,7 +83,7 @@ pub fn compute_batch_with_tokens(
 }
 
 fn compute(
-    estimator: &dyn AdvantageEstimator,
+    estimator: &Estimator,
     batch: GroupedBatch<'_>,
     whitening: Option<Whitening>,
 ) -> Result<BatchAdvantages, AdvantageError> {

@@ -5,14 +5,12 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::AdvantageError;
-use crate::daa::Daa;
 use crate::group::{GroupedBatch, all_equal, check_group};
-use crate::weight::PromptWeight;
 use rl_core::GroupId;
 
+pub(crate) mod composed;
 pub(crate) mod config;
 pub(crate) mod reinforce_pp;
-pub(crate) mod weighted;
 
 /// Default ε added to the group std (verl's value).
 pub const DEFAULT_EPS: f64 = 1e-6;
@@ -40,9 +38,10 @@ rl_core::registry! {
     }
 }
 
-/// An advantage estimator.
+/// An advantage baseline: the advantages of a batch from its rewards, before any modifier
+/// (DAA, prompt weighting), which [`crate::Estimator`] applies on top of it.
 ///
-/// Most estimators are pure functions of one group's rewards and correctness flags
+/// Most baselines are pure functions of one group's rewards and correctness flags
 /// ([`AdvantageEstimator::group_advantages`]); their batch form calls it per group. An
 /// estimator that normalises over the whole batch (REINFORCE++) overrides
 /// [`AdvantageEstimator::batch_advantages`] and says so in
@@ -79,25 +78,15 @@ pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
     fn batch_level(&self) -> bool {
         false
     }
-
-    /// The Difficulty-aware Advantage Amplification this estimator applies, if any (used to
-    /// report which samples were amplified).
-    fn daa(&self) -> Option<Daa> {
-        None
-    }
-
-    /// The weight this estimator applies to each group's advantages ([`PromptWeight::None`]
-    /// unless built with a `prompt_weight`).
-    fn prompt_weight(&self) -> PromptWeight {
-        PromptWeight::None
-    }
 }
 
 pub(crate) fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
 
-/// GRPO: Â_i = (R_i − mean R) / (std R + ε); all-equal groups get exactly 0.
+/// GRPO: Â_i = (R_i − mean R) / (std R + ε); all-equal groups get exactly 0. Also the
+/// baseline of `dapo` (dynamic sampling, in rl-sampler, removes zero-spread groups first) and of
+/// `da3po` (the same, then DAA: [`crate::Estimator::with_daa`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Grpo {
     /// Which std.
@@ -234,59 +223,5 @@ impl AdvantageEstimator for Rloo {
             *o = r - (total - r) / others;
         }
         Ok(())
-    }
-}
-
-/// DAPO: GRPO advantages. Dynamic sampling (in `rl-sampler`) removes zero-spread groups first.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Dapo {
-    /// The underlying group normalisation.
-    pub grpo: Grpo,
-}
-
-impl AdvantageEstimator for Dapo {
-    fn name(&self) -> &'static str {
-        "dapo"
-    }
-
-    fn group_advantages(
-        &self,
-        group: GroupId,
-        rewards: &[f64],
-        correct: &[bool],
-        out: &mut [f64],
-    ) -> Result<(), AdvantageError> {
-        self.grpo.group_advantages(group, rewards, correct, out)
-    }
-}
-
-/// DA3PO: DAPO advantages followed by Difficulty-aware Advantage Amplification ([`Daa`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Da3po {
-    /// The DAPO (GRPO) advantages.
-    pub dapo: Dapo,
-    /// The amplification.
-    pub daa: Daa,
-}
-
-impl AdvantageEstimator for Da3po {
-    fn name(&self) -> &'static str {
-        "da3po"
-    }
-
-    fn group_advantages(
-        &self,
-        group: GroupId,
-        rewards: &[f64],
-        correct: &[bool],
-        out: &mut [f64],
-    ) -> Result<(), AdvantageError> {
-        self.dapo.group_advantages(group, rewards, correct, out)?;
-        self.daa.apply(out, correct);
-        Ok(())
-    }
-
-    fn daa(&self) -> Option<Daa> {
-        Some(self.daa)
     }
 }

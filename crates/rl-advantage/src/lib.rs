@@ -29,6 +29,14 @@
 //! response counts as one token). DAA composes on top of them as an optional layer
 //! (`daa = { lambda, tau, … }`, [`DaaConfig`]), applied per group after the whitening.
 //!
+//! ## An estimator is a baseline plus modifiers ([`Estimator`])
+//!
+//! The names above are compositions, as verl builds them: a baseline ([`AdvantageEstimator`]:
+//! [`Grpo`] for `grpo`, `dapo` and `da3po`, [`DrGrpo`], [`Rloo`], [`ReinforcePlusPlus`]), then
+//! the modifiers per group, each optional: DAA ([`Daa`]), then the prompt weight
+//! ([`PromptWeight`]). [`EstimatorConfig::build`] makes the composition from a config;
+//! [`Estimator::new`] wraps a baseline of your own.
+//!
 //! ## Prompt weighting (every estimator, `prompt_weight`)
 //!
 //! A weight w(p̂) of the whole group, applied after the estimator (and after DAA):
@@ -55,7 +63,7 @@
 //! let samples: Vec<Sample> = (0..8)
 //!     .map(|i| Sample::new(GroupId(7), if i < 3 { 1.0 } else { -1.0 }, i < 3))
 //!     .collect();
-//! let out = compute_batch(est.as_ref(), &samples, None).unwrap();
+//! let out = compute_batch(&est, &samples, None).unwrap();
 //! assert!((out.advantages[0] - 1.2076).abs() < 1e-4);
 //! ```
 
@@ -74,10 +82,10 @@ pub use daa::{
     Daa, DaaConfig, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage,
 };
 pub use error::AdvantageError;
+pub use estimator::composed::Estimator;
 pub use estimator::config::{ESTIMATOR_NAMES, EstimatorConfig};
 pub use estimator::reinforce_pp::{REINFORCE_PP_WHITEN_EPS, ReinforcePlusPlus};
-pub use estimator::weighted::PromptWeighted;
-pub use estimator::{AdvantageEstimator, Da3po, Dapo, DrGrpo, Grpo, Rloo, STD_NAMES, StdMode};
+pub use estimator::{AdvantageEstimator, DrGrpo, Grpo, Rloo, STD_NAMES, StdMode};
 pub use group::{GroupedBatch, group_indices};
 pub use rl_core::{GroupId, InvalidValue, UnknownName};
 pub use sample::Sample;

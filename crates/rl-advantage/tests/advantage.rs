@@ -26,9 +26,7 @@ fn advantages(name: &str, std: Option<StdMode>, samples: &[Sample]) -> Vec<f64> 
         cfg = cfg.with_std(s).unwrap();
     }
     let est = cfg.build(samples.len()).unwrap();
-    compute_batch(est.as_ref(), samples, None)
-        .unwrap()
-        .advantages
+    compute_batch(&est, samples, None).unwrap().advantages
 }
 
 /// G = 8, 3 correct, rewards ±1: mean = (3 − 5)/8 = −0.25; deviations +1.25 / −0.75;
@@ -148,7 +146,7 @@ fn daa_on_a_correct_response_with_negative_advantage() {
     ];
     for (rule, expect, n_amplified) in cases {
         let est = da3po(rule).build(5).unwrap();
-        let out = compute_batch(est.as_ref(), &s, None).unwrap();
+        let out = compute_batch(&est, &s, None).unwrap();
         for (got, want) in out.advantages.iter().zip(expect) {
             assert!((got - want).abs() < 1e-12, "{rule:?}: {:?}", out.advantages);
         }
@@ -280,7 +278,7 @@ fn bad_batches_are_errors_naming_the_group() {
         .unwrap();
     let mut s = group(9, &[true, false, true, false], 1.0, 0.0);
     s[2].reward = f64::NAN;
-    match compute_batch(est.as_ref(), &s, None) {
+    match compute_batch(&est, &s, None) {
         Err(AdvantageError::NonFiniteReward { group, index, .. }) => {
             assert_eq!((group, index), (GroupId(9), 2));
         }
@@ -288,7 +286,7 @@ fn bad_batches_are_errors_naming_the_group() {
     }
     let s = vec![Sample::new(GroupId(4), 1.0, true)];
     assert!(matches!(
-        compute_batch(est.as_ref(), &s, None),
+        compute_batch(&est, &s, None),
         Err(AdvantageError::GroupTooSmall { size: 1, .. })
     ));
 }
@@ -313,8 +311,8 @@ fn interleaved_layout_gives_the_same_advantages() {
         .unwrap();
     let contiguous: Vec<Sample> = a.iter().chain(&b).copied().collect();
     let interleaved: Vec<Sample> = a.iter().zip(&b).flat_map(|(x, y)| [*x, *y]).collect();
-    let ca = compute_batch(est.as_ref(), &contiguous, None).unwrap();
-    let ia = compute_batch(est.as_ref(), &interleaved, None).unwrap();
+    let ca = compute_batch(&est, &contiguous, None).unwrap();
+    let ia = compute_batch(&est, &interleaved, None).unwrap();
     for i in 0..4 {
         assert_eq!(ca.advantages[i], ia.advantages[2 * i]);
         assert_eq!(ca.advantages[4 + i], ia.advantages[2 * i + 1]);
@@ -334,8 +332,8 @@ fn whitening_is_explicit_and_normalises_the_batch() {
         .unwrap()
         .build(4)
         .unwrap();
-    let plain = compute_batch(est.as_ref(), &s, None).unwrap();
-    let w = compute_batch(est.as_ref(), &s, Some(Whitening { eps: 0.0 })).unwrap();
+    let plain = compute_batch(&est, &s, None).unwrap();
+    let w = compute_batch(&est, &s, Some(Whitening { eps: 0.0 })).unwrap();
     assert!(w.stats.mean.abs() < 1e-12);
     assert!((w.stats.std - 1.0).abs() < 1e-12);
     assert_ne!(plain.advantages, w.advantages);
@@ -352,8 +350,8 @@ proptest! {
         let dapo = EstimatorConfig::from_name("dapo").unwrap().with_std(std).unwrap().build(s.len()).unwrap();
         let da3po = EstimatorConfig::from_name("da3po").unwrap().with_std(std).unwrap()
             .with_daa(1.0, 0.5).unwrap().build(s.len()).unwrap();
-        let a = compute_batch(dapo.as_ref(), &s, None).unwrap().advantages;
-        let b = compute_batch(da3po.as_ref(), &s, None).unwrap().advantages;
+        let a = compute_batch(&dapo, &s, None).unwrap().advantages;
+        let b = compute_batch(&da3po, &s, None).unwrap().advantages;
         prop_assert_eq!(a, b);
     }
 
@@ -375,8 +373,8 @@ proptest! {
         let base = EstimatorConfig::from_name("dapo").unwrap().build(s.len()).unwrap();
         let amp = EstimatorConfig::from_name("da3po").unwrap().with_daa(lambda, tau).unwrap()
             .with_negative_advantage(rule).unwrap().build(s.len()).unwrap();
-        let a = compute_batch(base.as_ref(), &s, None).unwrap();
-        let b = compute_batch(amp.as_ref(), &s, None).unwrap();
+        let a = compute_batch(&base, &s, None).unwrap();
+        let b = compute_batch(&amp, &s, None).unwrap();
         let p_hat = correct.iter().filter(|&&c| c).count() as f64 / correct.len() as f64;
         for (i, &c) in correct.iter().enumerate() {
             if c && p_hat < tau && (literal || a.advantages[i] > 0.0) {
@@ -411,8 +409,8 @@ proptest! {
         let shuffled: Vec<Sample> = perm.iter().map(|&i| s[i]).collect();
         for name in rl_advantage::ESTIMATOR_NAMES {
             let est = EstimatorConfig::from_name(name).unwrap().build(2).unwrap();
-            let a = compute_batch(est.as_ref(), &s, None).unwrap();
-            let b = compute_batch(est.as_ref(), &shuffled, None).unwrap();
+            let a = compute_batch(&est, &s, None).unwrap();
+            let b = compute_batch(&est, &shuffled, None).unwrap();
             for (k, &i) in perm.iter().enumerate() {
                 prop_assert!((b.advantages[k] - a.advantages[i]).abs() < 1e-12);
                 prop_assert_eq!(b.amplified[k], a.amplified[i]);
@@ -448,14 +446,14 @@ fn theory_factor(cfg: &EstimatorConfig, group_size: usize, n_correct: usize) -> 
             )
         })
         .collect();
-    let amplified = compute_batch(cfg.build(group_size).unwrap().as_ref(), &s, None).unwrap();
+    let amplified = compute_batch(&cfg.build(group_size).unwrap(), &s, None).unwrap();
     let dapo = EstimatorConfig::Dapo {
         std: StdMode::Population,
         eps: 0.0,
         equal_tol: 1e-6,
         prompt_weight: Default::default(),
     };
-    let plain = compute_batch(dapo.build(group_size).unwrap().as_ref(), &s, None).unwrap();
+    let plain = compute_batch(&dapo.build(group_size).unwrap(), &s, None).unwrap();
     amplified.advantages[0] / plain.advantages[0]
 }
 

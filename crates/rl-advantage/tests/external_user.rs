@@ -3,7 +3,8 @@
 //! CHANGELOG.md needs a migration note.
 
 use rl_advantage::{
-    AdvantageError, ESTIMATOR_NAMES, EstimatorConfig, GroupId, InvalidValue, Sample, compute_batch,
+    AdvantageError, AdvantageEstimator, Daa, ESTIMATOR_NAMES, Estimator, EstimatorConfig, GroupId,
+    InvalidValue, Sample, compute_batch,
 };
 
 /// One group of 8 with 3 correct (reward +1) and 5 wrong (−1). Derivation: mean R = (3 − 5)/8 =
@@ -26,7 +27,7 @@ fn estimators_by_name_give_the_derived_advantages() {
         ("da3po", 2.415228, -0.724568),
     ] {
         let est = EstimatorConfig::from_name(name).unwrap().build(8).unwrap();
-        let out = compute_batch(est.as_ref(), &samples, None).unwrap();
+        let out = compute_batch(&est, &samples, None).unwrap();
         for (i, a) in out.advantages.iter().enumerate() {
             let want = if i < 3 { correct } else { wrong };
             assert!((a - want).abs() < 1e-5, "{name} #{i}: {a} vs {want}");
@@ -55,4 +56,38 @@ fn errors_are_matched_by_their_shape() {
             ..
         })
     ));
+}
+
+/// A baseline of the user's own: the raw reward, no centring.
+#[derive(Debug)]
+struct RawReward;
+
+impl AdvantageEstimator for RawReward {
+    fn name(&self) -> &'static str {
+        "raw_reward"
+    }
+
+    fn group_advantages(
+        &self,
+        _group: GroupId,
+        rewards: &[f64],
+        _correct: &[bool],
+        out: &mut [f64],
+    ) -> Result<(), AdvantageError> {
+        out.copy_from_slice(rewards);
+        Ok(())
+    }
+}
+
+/// The same group with the user's baseline and DAA on top (λ = 2, τ = 0.5). Derivation: the
+/// baseline gives the rewards, +1 and −1; p̂ = 3/8 < τ, so the correct responses (advantage +1 >
+/// 0) become 2·1 = 2, and the wrong ones stay −1. Three responses are amplified.
+#[test]
+fn a_baseline_of_ones_own_takes_the_modifiers() {
+    let est = Estimator::new(RawReward).with_daa(Daa::new(2.0, 0.5).unwrap());
+    assert_eq!(est.name(), "raw_reward");
+    let out = compute_batch(&est, &group(), None).unwrap();
+    let want = [2.0, 2.0, 2.0, -1.0, -1.0, -1.0, -1.0, -1.0];
+    assert_eq!(out.advantages, want);
+    assert_eq!(out.stats.amplified, 3);
 }

@@ -71,7 +71,7 @@ fn cfg(name: &str, w: PromptWeight) -> EstimatorConfig {
 
 fn run(c: &EstimatorConfig, s: &[Sample]) -> Vec<f64> {
     let est = c.build(s.len().max(2)).unwrap();
-    compute_batch(est.as_ref(), s, None).unwrap().advantages
+    compute_batch(&est, s, None).unwrap().advantages
 }
 
 fn close(got: &[f64], want: &[f64], tol: f64) {
@@ -179,8 +179,8 @@ fn weight_composes_with_daa_after_it() {
     assert_eq!(est_w.name(), "da3po");
     assert_eq!(est_w.prompt_weight(), PromptWeight::LinearR);
     assert_eq!(est_w.daa(), est_p.daa());
-    let bp = compute_batch(est_p.as_ref(), &s, None).unwrap();
-    let bw = compute_batch(est_w.as_ref(), &s, None).unwrap();
+    let bp = compute_batch(&est_p, &s, None).unwrap();
+    let bw = compute_batch(&est_w, &s, None).unwrap();
     close(&bp.advantages[..2], &[2.0 * s7, -1.0 / s7], 1e-12);
     close(&bw.advantages[..2], &[16.0 * s7, -8.0 / s7], 1e-12);
     assert!((bw.advantages[0] - 42.332021).abs() < 1e-6);
@@ -237,14 +237,14 @@ fn groups_of_different_sizes_keep_their_own_statistics() {
                 .unwrap()
                 .with_prompt_weight(w);
             let est = c.build(8).unwrap();
-            let out = compute_batch(est.as_ref(), &batch, None).unwrap();
+            let out = compute_batch(&est, &batch, None).unwrap();
             assert_eq!(out.stats.groups, 4);
             if est.batch_level() {
                 // REINFORCE++ normalises over the whole batch (tests/reinforce_pp.rs).
                 continue;
             }
             for g in &groups {
-                let alone = compute_batch(est.as_ref(), g, None).unwrap().advantages;
+                let alone = compute_batch(&est, g, None).unwrap().advantages;
                 let mixed: Vec<f64> = batch
                     .iter()
                     .zip(&out.advantages)
@@ -259,14 +259,10 @@ fn groups_of_different_sizes_keep_their_own_statistics() {
         .unwrap()
         .build(2)
         .unwrap();
-    let a = compute_batch(grpo.as_ref(), &groups[0], None)
-        .unwrap()
-        .advantages;
+    let a = compute_batch(&grpo, &groups[0], None).unwrap().advantages;
     let r2 = 2f64.sqrt();
     close(&a, &[1.0 / r2, -1.0 / r2], 2e-6);
-    let a = compute_batch(grpo.as_ref(), &groups[1], None)
-        .unwrap()
-        .advantages;
+    let a = compute_batch(&grpo, &groups[1], None).unwrap().advantages;
     let r3 = 3f64.sqrt();
     close(&a, &[2.0 / r3, -1.0 / r3, -1.0 / r3], 2e-6);
     // DAA theory: each group's own G.
@@ -392,9 +388,9 @@ proptest! {
         ) {
             base = base.with_std(std).unwrap();
         }
-        let plain = compute_batch(base.build(2).unwrap().as_ref(), &batch, None).unwrap();
+        let plain = compute_batch(&base.build(2).unwrap(), &batch, None).unwrap();
         let weighted_cfg = base.with_prompt_weight(PromptWeight::LinearR);
-        let weighted = compute_batch(weighted_cfg.build(2).unwrap().as_ref(), &batch, None).unwrap();
+        let weighted = compute_batch(&weighted_cfg.build(2).unwrap(), &batch, None).unwrap();
         for (i, s) in batch.iter().enumerate() {
             let members: Vec<&Sample> = batch.iter().filter(|x| x.group == s.group).collect();
             let g = members.len() as f64;

@@ -78,8 +78,7 @@ fn both_estimators_match_verl_token_weighted() {
         for name in NAMES {
             let est = EstimatorConfig::from_name(name).unwrap().build(2).unwrap();
             assert!(est.batch_level());
-            let out = compute_batch_with_tokens(est.as_ref(), &case.samples(), &case.tokens, None)
-                .unwrap();
+            let out = compute_batch_with_tokens(&est, &case.samples(), &case.tokens, None).unwrap();
             let verl = case.verl(name);
             if case.name == "all_equal_rewards" {
                 // Every reward equal: verl's whitening turns the ε-biased mean into values of
@@ -109,10 +108,9 @@ fn without_token_counts_each_response_is_one_token() {
     for case in &f.cases {
         for name in NAMES {
             let est = EstimatorConfig::from_name(name).unwrap().build(2).unwrap();
-            let out = compute_batch(est.as_ref(), &case.samples(), None).unwrap();
+            let out = compute_batch(&est, &case.samples(), None).unwrap();
             let ones = vec![1; case.group.len()];
-            let with_ones =
-                compute_batch_with_tokens(est.as_ref(), &case.samples(), &ones, None).unwrap();
+            let with_ones = compute_batch_with_tokens(&est, &case.samples(), &ones, None).unwrap();
             assert_eq!(out.advantages, with_ones.advantages);
             if case.name == "one_token_each" {
                 assert_close(&out.advantages, case.verl(name), name);
@@ -124,7 +122,7 @@ fn without_token_counts_each_response_is_one_token() {
         .unwrap()
         .build(2)
         .unwrap();
-    let out = compute_batch(est.as_ref(), &uneven.samples(), None).unwrap();
+    let out = compute_batch(&est, &uneven.samples(), None).unwrap();
     let max_diff = out
         .advantages
         .iter()
@@ -150,7 +148,7 @@ fn responses_without_tokens_get_zero_and_leave_the_statistics() {
         .unwrap()
         .build(2)
         .unwrap();
-    let out = compute_batch_with_tokens(est.as_ref(), &samples, &tokens, None).unwrap();
+    let out = compute_batch_with_tokens(&est, &samples, &tokens, None).unwrap();
     assert_eq!(*out.advantages.last().unwrap(), 0.0);
     let n = case.group.len();
     assert_close(
@@ -178,8 +176,7 @@ fn daa_and_prompt_weight_compose_on_top() {
             let est = cfg.build(2).unwrap();
             assert_eq!(est.daa(), Some(Daa::new(2.0, 0.5).unwrap()));
             let samples = case.samples();
-            let out =
-                compute_batch_with_tokens(est.as_ref(), &samples, &case.tokens, None).unwrap();
+            let out = compute_batch_with_tokens(&est, &samples, &case.tokens, None).unwrap();
             let mut want = case.verl(name).to_vec();
             let mut amplified = 0;
             let mut ids = case.group.clone();
@@ -207,8 +204,7 @@ fn daa_and_prompt_weight_compose_on_top() {
                 .with_prompt_weight(PromptWeight::LinearR)
                 .build(2)
                 .unwrap();
-            let w_out =
-                compute_batch_with_tokens(weighted.as_ref(), &samples, &case.tokens, None).unwrap();
+            let w_out = compute_batch_with_tokens(&weighted, &samples, &case.tokens, None).unwrap();
             for (i, s) in samples.iter().enumerate() {
                 let members: Vec<&Sample> = samples.iter().filter(|x| x.group == s.group).collect();
                 let k = members.iter().filter(|x| x.correct).count() as f64;
@@ -300,7 +296,7 @@ fn configuration_and_errors() {
         Sample::new(GroupId(0), 0.0, false),
     ];
     assert_eq!(
-        compute_batch_with_tokens(est.as_ref(), &s, &[3], None).unwrap_err(),
+        compute_batch_with_tokens(&est, &s, &[3], None).unwrap_err(),
         AdvantageError::TokenCountMismatch {
             samples: 2,
             tokens: 1
@@ -309,7 +305,7 @@ fn configuration_and_errors() {
     // Groups are still checked (a group of one has no baseline).
     let one = vec![Sample::new(GroupId(0), 1.0, true)];
     assert!(matches!(
-        compute_batch_with_tokens(est.as_ref(), &one, &[3], None),
+        compute_batch_with_tokens(&est, &one, &[3], None),
         Err(AdvantageError::GroupTooSmall { .. })
     ));
 }

@@ -315,7 +315,7 @@ pub(crate) fn group_advantages<'py>(
         .map(|((&r, &g), &c)| Sample::new(GroupId(g as u64), r, c))
         .collect();
     let out = py
-        .detach(|| compute_batch(est.as_ref(), &samples, None))
+        .detach(|| compute_batch(&est, &samples, None))
         .map_err(advantage_error)?;
     let mut signal: HashMap<i64, bool> = HashMap::new();
     for (&g, &a) in ids.iter().zip(&out.advantages) {

@@ -307,11 +307,11 @@ fn groups_of_budgeted_sizes_flow_through_the_batcher_and_the_estimators() {
         .unwrap()
         .with_prompt_weight(PromptWeight::LinearR);
     let est = cfg.build(8).unwrap();
-    let all = compute_batch(est.as_ref(), &samples, None).unwrap();
+    let all = compute_batch(&est, &samples, None).unwrap();
     let mut offset = 0;
     for g in &batch.groups {
         let alone: Vec<Sample> = samples[offset..offset + g.items.len()].to_vec();
-        let a = compute_batch(est.as_ref(), &alone, None).unwrap();
+        let a = compute_batch(&est, &alone, None).unwrap();
         assert_eq!(a.advantages, all.advantages[offset..offset + g.items.len()]);
         offset += g.items.len();
         tracker.observe(g.prompt, g.correct_count(), g.items.len());

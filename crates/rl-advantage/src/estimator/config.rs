@@ -2,11 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::composed::Estimator;
 use super::reinforce_pp::ReinforcePlusPlus;
-use super::weighted::PromptWeighted;
-use super::{
-    AdvantageEstimator, DEFAULT_EPS, DEFAULT_EQUAL_TOL, Da3po, Dapo, DrGrpo, Grpo, Rloo, StdMode,
-};
+use super::{AdvantageEstimator, DEFAULT_EPS, DEFAULT_EQUAL_TOL, DrGrpo, Grpo, Rloo, StdMode};
 use crate::AdvantageError;
 use crate::daa::{DaaConfig, LambdaRule, NegativeAdvantage};
 use crate::weight::PromptWeight;
@@ -347,21 +345,47 @@ impl EstimatorConfig {
         self
     }
 
-    /// Validates the settings and the configured group size, and builds the estimator. With a
-    /// `prompt_weight` other than `none`, the estimator is wrapped in [`PromptWeighted`]: its
-    /// advantages (after DAA, for `da3po`) are multiplied per group by w(p̂).
-    pub fn build(&self, group_size: usize) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
-        let base = self.build_unweighted(group_size)?;
-        Ok(match self.prompt_weight() {
-            PromptWeight::None => base,
-            weight => Box::new(PromptWeighted {
-                inner: base,
-                weight,
+    /// The DAA settings: `da3po`'s, or the `daa` layer of `reinforce_plus_plus[_baseline]` when
+    /// set; `None` for the estimators without DAA.
+    pub fn daa_config(&self) -> Option<DaaConfig> {
+        match *self {
+            EstimatorConfig::Da3po {
+                lambda,
+                tau,
+                negative_advantage,
+                lambda_rule,
+                lambda_min,
+                lambda_max,
+                ..
+            } => Some(DaaConfig {
+                lambda,
+                tau,
+                negative_advantage,
+                lambda_rule,
+                lambda_min,
+                lambda_max,
             }),
-        })
+            EstimatorConfig::ReinforcePlusPlus { daa, .. }
+            | EstimatorConfig::ReinforcePlusPlusBaseline { daa, .. } => daa,
+            _ => None,
+        }
     }
 
-    fn build_unweighted(
+    /// Validates the settings and the configured group size, and builds the estimator: the
+    /// baseline ([`EstimatorConfig::build_baseline`]), then DAA ([`EstimatorConfig::daa_config`])
+    /// and the `prompt_weight`, under the config's name ([`Estimator`]).
+    pub fn build(&self, group_size: usize) -> Result<Estimator, AdvantageError> {
+        let mut estimator =
+            Estimator::from_boxed(self.build_baseline(group_size)?).named(self.name());
+        if let Some(daa) = self.daa_config() {
+            estimator = estimator.with_daa(daa.build()?);
+        }
+        Ok(estimator.with_prompt_weight(self.prompt_weight()))
+    }
+
+    /// The baseline alone, validated: GRPO for `grpo`, `dapo` and `da3po`; Dr. GRPO; RLOO;
+    /// REINFORCE++ with or without its group baseline.
+    pub fn build_baseline(
         &self,
         group_size: usize,
     ) -> Result<Box<dyn AdvantageEstimator>, AdvantageError> {
@@ -372,22 +396,33 @@ impl EstimatorConfig {
                 expected: "an integer >= 2 (a group needs a baseline)",
             }));
         }
-        let grpo = |std: StdMode, eps: f64, equal_tol: f64| -> Result<Grpo, AdvantageError> {
-            check_nonneg("eps", eps)?;
-            check_nonneg("equal_tol", equal_tol)?;
-            Ok(Grpo {
-                std,
-                eps,
-                equal_tol,
-            })
-        };
         Ok(match *self {
             EstimatorConfig::Grpo {
                 std,
                 eps,
                 equal_tol,
                 ..
-            } => Box::new(grpo(std, eps, equal_tol)?),
+            }
+            | EstimatorConfig::Dapo {
+                std,
+                eps,
+                equal_tol,
+                ..
+            }
+            | EstimatorConfig::Da3po {
+                std,
+                eps,
+                equal_tol,
+                ..
+            } => {
+                check_nonneg("eps", eps)?;
+                check_nonneg("equal_tol", equal_tol)?;
+                Box::new(Grpo {
+                    std,
+                    eps,
+                    equal_tol,
+                })
+            }
             EstimatorConfig::DrGrpo { equal_tol, .. } => {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(DrGrpo { equal_tol })
@@ -396,46 +431,12 @@ impl EstimatorConfig {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(Rloo { equal_tol })
             }
-            EstimatorConfig::Dapo {
-                std,
-                eps,
-                equal_tol,
-                ..
-            } => Box::new(Dapo {
-                grpo: grpo(std, eps, equal_tol)?,
-            }),
-            EstimatorConfig::Da3po {
-                std,
-                eps,
-                equal_tol,
-                lambda,
-                tau,
-                negative_advantage,
-                lambda_rule,
-                lambda_min,
-                lambda_max,
-                ..
-            } => Box::new(Da3po {
-                dapo: Dapo {
-                    grpo: grpo(std, eps, equal_tol)?,
-                },
-                daa: DaaConfig {
-                    lambda,
-                    tau,
-                    negative_advantage,
-                    lambda_rule,
-                    lambda_min,
-                    lambda_max,
-                }
-                .build()?,
-            }),
-            EstimatorConfig::ReinforcePlusPlus { equal_tol, daa, .. }
-            | EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, daa, .. } => {
+            EstimatorConfig::ReinforcePlusPlus { equal_tol, .. }
+            | EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, .. } => {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(ReinforcePlusPlus {
                     baseline: matches!(self, EstimatorConfig::ReinforcePlusPlusBaseline { .. }),
                     equal_tol,
-                    daa: daa.map(|d| d.build()).transpose()?,
                 })
             }
         })

@@ -3,7 +3,6 @@
 
 use super::{AdvantageEstimator, DEFAULT_EQUAL_TOL, mean};
 use crate::AdvantageError;
-use crate::daa::Daa;
 use crate::group::{GroupedBatch, all_equal, check_group};
 use rl_core::GroupId;
 
@@ -53,7 +52,8 @@ pub(super) fn token_weights(batch: &GroupedBatch<'_>) -> Vec<f64> {
 
 /// REINFORCE++ (arXiv 2501.03262) for outcome rewards with γ = 1: every token of response i
 /// has the value v_i, and the values are whitened over all tokens of the batch (verl's
-/// `masked_whiten`, see [`REINFORCE_PP_WHITEN_EPS`]), then DAA is applied per group if set.
+/// `masked_whiten`, see [`REINFORCE_PP_WHITEN_EPS`]). DAA, when configured, is a modifier applied
+/// per group after the whitening ([`crate::Estimator`]).
 /// `baseline = false` (verl `reinforce_plus_plus`): v_i = R_i, no group baseline.
 /// `baseline = true` (verl `reinforce_plus_plus_baseline`): v_i = R_i minus its group's mean, a
 /// group whose rewards are equal within `equal_tol` centred to exactly 0.
@@ -64,18 +64,15 @@ pub struct ReinforcePlusPlus {
     /// Equal-value tolerance: of a group's rewards (baseline), and of the batch's values
     /// before the whitening (equal ⇒ all advantages exactly 0).
     pub equal_tol: f64,
-    /// DAA applied per group to the whitened advantages.
-    pub daa: Option<Daa>,
 }
 
 impl ReinforcePlusPlus {
     /// Without (`reinforce_plus_plus`) or with (`reinforce_plus_plus_baseline`) the group
-    /// baseline, default tolerance, no DAA.
+    /// baseline, default tolerance.
     pub fn new(baseline: bool) -> Self {
         Self {
             baseline,
             equal_tol: DEFAULT_EQUAL_TOL,
-            daa: None,
         }
     }
 
@@ -114,13 +111,10 @@ impl AdvantageEstimator for ReinforcePlusPlus {
         check_group(group, rewards, correct)?;
         self.values(rewards, out);
         verl_masked_whiten(out, &vec![1.0; out.len()], self.equal_tol);
-        if let Some(d) = self.daa {
-            d.apply(out, correct);
-        }
         Ok(())
     }
 
-    /// The groups' values, whitened over the batch's tokens, then DAA per group.
+    /// The groups' values, whitened over the batch's tokens.
     fn batch_advantages(
         &self,
         batch: &GroupedBatch<'_>,
@@ -131,20 +125,10 @@ impl AdvantageEstimator for ReinforcePlusPlus {
             Ok(())
         })?;
         verl_masked_whiten(out, &token_weights(batch), self.equal_tol);
-        if let Some(d) = self.daa {
-            batch.per_group(out, |_, _, correct, values| {
-                d.apply(values, correct);
-                Ok(())
-            })?;
-        }
         Ok(())
     }
 
     fn batch_level(&self) -> bool {
         true
-    }
-
-    fn daa(&self) -> Option<Daa> {
-        self.daa
     }
 }

@@ -194,7 +194,7 @@ pub(super) fn theorem_section(
                 Sample::new(GroupId(0), r, c)
             })
             .collect();
-        let a = compute_batch(estimator.as_ref(), &samples, None)
+        let a = compute_batch(&estimator, &samples, None)
             .map(|b| b.advantages)
             .unwrap_or_else(|_| vec![f64::NAN; g]);
         let c = if k > 0 { a[0] } else { f64::NAN };

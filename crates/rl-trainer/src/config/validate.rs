@@ -26,9 +26,7 @@ impl TrainConfig {
     }
 
     /// The advantage estimator of `advantage`, for groups of `rollout.group_size`.
-    pub fn build_estimator(
-        &self,
-    ) -> Result<Box<dyn rl_advantage::AdvantageEstimator>, TrainerError> {
+    pub fn build_estimator(&self) -> Result<rl_advantage::Estimator, TrainerError> {
         self.advantage
             .build(self.rollout.group_size)
             .map_err(|e| config_error("advantage", e))

@@ -38,7 +38,7 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rl_advantage::{AdvantageEstimator, BatchAdvantages, Sample, compute_batch_with_tokens};
+use rl_advantage::{BatchAdvantages, Estimator, Sample, compute_batch_with_tokens};
 use rl_loss::IsCorrection;
 use rl_models::Tokenizer;
 use rl_rollout::{RolloutEngine, WeightsKind, WeightsRef};
@@ -161,7 +161,7 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     optim: AdamWOptimizer<B, P>,
     prompts: Prompts,
     verifier: Box<dyn Verifier>,
-    estimator: Box<dyn AdvantageEstimator>,
+    estimator: Estimator,
     batcher: DynamicBatcher<ScoredResponse>,
     sampler: crate::data::PromptSampler,
     state: TrainerState,
@@ -501,7 +501,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             .map(|(_, it)| if it.train { it.sampled_len() } else { 0 })
             .collect();
         Ok(compute_batch_with_tokens(
-            self.estimator.as_ref(),
+            &self.estimator,
             &samples,
             &tokens,
             None,
