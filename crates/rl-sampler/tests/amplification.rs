@@ -31,7 +31,7 @@
 //! (Σ_j ψ_j = 0 exactly). This needs enough dropped groups of each kind for the normal
 //! approximation, so N is sized for at least 100 expected all-correct and all-wrong groups.
 
-use rl_advantage::{EstimatorConfig, GroupId};
+use rl_advantage::{AdvantageEstimator, EstimatorConfig, GroupId};
 use rl_sampler::FilterConfig;
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a small seeded generator, enough for Bernoulli draws.
