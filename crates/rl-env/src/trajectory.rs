@@ -203,8 +203,10 @@ impl Trajectory {
                 if covered[j] { "inside" } else { "outside" }
             ));
         }
+        // NaN: a log-prob the engine did not report (rl_rollout::Completion::logprobs).
         if let Some(j) = (0..n).find(|&j| {
-            self.sampled[j] && !(self.logprobs[j].is_finite() && self.logprobs[j] <= 1e-3)
+            let lp = self.logprobs[j];
+            self.sampled[j] && !(lp.is_nan() || (lp.is_finite() && lp <= 1e-3))
         }) {
             return Err(format!(
                 "token {j}: log-prob {} is not finite and <= 0",

@@ -164,7 +164,12 @@ pub fn check_completions(
                     format!("completion {k}: token id {t} outside the vocabulary of {vocab_size}"),
                 );
             }
-            if let Some(lp) = c.logprobs.iter().find(|&&x| !(x.is_finite() && x <= 1e-3)) {
+            // NaN: not reported ([`Completion::logprobs`]).
+            if let Some(lp) = c
+                .logprobs
+                .iter()
+                .find(|&&x| !(x.is_nan() || (x.is_finite() && x <= 1e-3)))
+            {
                 return bad(
                     i,
                     format!("completion {k}: log-prob {lp} is not a finite value <= 0"),
@@ -226,9 +231,13 @@ mod tests {
         let mut pos = good.clone();
         pos[1][0].logprobs[1] = 0.5;
         assert!(msg(pos).contains("log-prob 0.5"));
-        let mut nan = good.clone();
-        nan[1][0].logprobs[0] = f32::NAN;
-        assert!(msg(nan).contains("NaN"));
+        let mut inf = good.clone();
+        inf[1][0].logprobs[0] = f32::NEG_INFINITY;
+        assert!(msg(inf).contains("-inf"));
+        // NaN is a log-prob the engine did not report (Completion::logprobs): accepted.
+        let mut unreported = good.clone();
+        unreported[1][0].logprobs[0] = f32::NAN;
+        check_completions("t", &reqs, &unreported, 10).unwrap();
         let mut long = good.clone();
         long[0][0] = comp(vec![1, 2, 3, 4], vec![-1.0; 4]);
         assert!(msg(long).contains("4 tokens for max_new_tokens = 3"));

@@ -101,11 +101,12 @@ impl LlamaCppEngine {
             .as_array()
             .ok_or_else(|| bad("no `completion_probabilities` (log-probs) in the reply".into()))?;
         let tempered = r.params.tempered();
-        let mut tokens = Vec::with_capacity(probs.len());
-        let mut logprobs = Vec::with_capacity(probs.len());
+        let mut ids = Vec::with_capacity(probs.len());
+        let mut lps = Vec::with_capacity(probs.len());
         for (i, p) in probs.iter().enumerate() {
             let id = p["id"]
                 .as_u64()
+                .and_then(|id| u32::try_from(id).ok())
                 .ok_or_else(|| bad(format!("completion_probabilities[{i}] has no token `id`")))?;
             let lp = if tempered {
                 p["prob"].as_f64().map(f64::ln)
@@ -113,17 +114,26 @@ impl LlamaCppEngine {
                 p["logprob"].as_f64()
             }
             .ok_or_else(|| bad(format!("completion_probabilities[{i}] has no log-prob")))?;
-            tokens.push(id as u32);
-            logprobs.push(lp as f32);
+            ids.push(id);
+            lps.push(lp as f32);
         }
-        if let Some(t) = v["tokens"].as_array() {
-            let ids: Vec<u64> = t.iter().filter_map(Value::as_u64).collect();
-            if !ids.iter().zip(&tokens).all(|(a, &b)| *a == b as u64) {
-                return Err(bad(
-                    "`tokens` and `completion_probabilities` disagree".into()
-                ));
+        let (tokens, logprobs) = match v["tokens"].as_array() {
+            None => (ids, lps),
+            Some(t) => {
+                let tokens = t
+                    .iter()
+                    .map(|x| x.as_u64().and_then(|id| u32::try_from(id).ok()))
+                    .collect::<Option<Vec<u32>>>()
+                    .ok_or_else(|| bad("`tokens` holds something other than token ids".into()))?;
+                let logprobs = align_logprobs(&tokens, &ids, &lps).ok_or_else(|| {
+                    bad(format!(
+                        "`completion_probabilities` is not a subsequence of `tokens`: tokens \
+                         {tokens:?}, completion_probabilities ids {ids:?}"
+                    ))
+                })?;
+                (tokens, logprobs)
             }
-        }
+        };
         let finish = match v["stop_type"].as_str() {
             Some("eos") | Some("word") => FinishReason::Stop,
             Some("limit") => FinishReason::Length,
@@ -145,6 +155,40 @@ impl LlamaCppEngine {
             version: self.version,
         })
     }
+}
+
+/// The log-prob of each of `tokens` from llama-server's `completion_probabilities` (`ids`,
+/// `lps`), which can miss tokens: the server records a token's probability only when the text
+/// generated so far is valid UTF-8 again (`process_token` in tools/server/server-context.cpp), so
+/// a token that ends inside a multi-byte character has none, and the entries are a subsequence of
+/// `tokens`. A token gets its entry's log-prob where the subsequence fixes the position (the
+/// leftmost and the rightmost embedding agree) and NaN, "not reported", otherwise. `None`: the
+/// entries are not a subsequence of `tokens`.
+fn align_logprobs(tokens: &[u32], ids: &[u32], lps: &[f32]) -> Option<Vec<f32>> {
+    let leftmost = embed(tokens.iter(), ids.iter())?;
+    let rightmost: Vec<usize> = embed(tokens.iter().rev(), ids.iter().rev())?
+        .into_iter()
+        .rev()
+        .map(|j| tokens.len() - 1 - j)
+        .collect();
+    let mut out = vec![f32::NAN; tokens.len()];
+    for ((&l, &r), &lp) in leftmost.iter().zip(&rightmost).zip(lps) {
+        if l == r {
+            out[l] = lp;
+        }
+    }
+    Some(out)
+}
+
+/// Greedy positions in `tokens` of each of `ids` in order, or `None` if `ids` is not a
+/// subsequence of `tokens`.
+fn embed<'a>(
+    tokens: impl Iterator<Item = &'a u32>,
+    ids: impl Iterator<Item = &'a u32>,
+) -> Option<Vec<usize>> {
+    let mut tokens = tokens.enumerate();
+    ids.map(|id| tokens.find(|(_, t)| *t == id).map(|(j, _)| j))
+        .collect()
 }
 
 impl RolloutEngine for LlamaCppEngine {
@@ -207,5 +251,50 @@ impl RolloutEngine for LlamaCppEngine {
 
     fn weights_kind(&self) -> WeightsKind {
         WeightsKind::Directory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reply of llama-server (llama-cpp-python 0.3.36's llama.cpp) to SmolLM2-135M-Instruct at
+    /// T = 1: 22 generated tokens, 18 probability entries. Tokens 40303, 10813 and 238 are the
+    /// leading pieces of multi-byte characters (completed by 126, 231 and 125), so the text after
+    /// them is not valid UTF-8 and the server recorded no probability for them.
+    #[test]
+    fn tokens_inside_a_character_get_no_logprob() {
+        let tokens = [
+            8792, 3353, 8631, 284, 6168, 2026, 40303, 126, 10813, 238, 231, 327, 2408, 1372, 551,
+            4806, 16275, 1732, 40303, 125, 30, 2,
+        ];
+        let ids = [
+            8792, 3353, 8631, 284, 6168, 2026, 126, 231, 327, 2408, 1372, 551, 4806, 16275, 1732,
+            125, 30, 2,
+        ];
+        let lps: Vec<f32> = (0..ids.len()).map(|k| -(k as f32) - 0.5).collect();
+        let out = align_logprobs(&tokens, &ids, &lps).unwrap();
+        let missing: Vec<usize> = (0..out.len()).filter(|&j| out[j].is_nan()).collect();
+        assert_eq!(missing, [6, 8, 9, 18]);
+        let reported: Vec<f32> = out.iter().copied().filter(|x| !x.is_nan()).collect();
+        assert_eq!(reported, lps);
+    }
+
+    /// Where the entry's position is not fixed (token 7 twice, one entry for 7: the first 7 may
+    /// be the unreported piece, or the second), neither token gets the log-prob.
+    #[test]
+    fn an_ambiguous_position_is_not_guessed() {
+        let out = align_logprobs(&[5, 7, 7, 9], &[5, 7, 9], &[-1.0, -2.0, -3.0]).unwrap();
+        assert_eq!(out[0], -1.0);
+        assert!(out[1].is_nan() && out[2].is_nan());
+        assert_eq!(out[3], -3.0);
+        let all = align_logprobs(&[5, 7, 9], &[5, 7, 9], &[-1.0, -2.0, -3.0]).unwrap();
+        assert_eq!(all, [-1.0, -2.0, -3.0]);
+    }
+
+    #[test]
+    fn entries_that_are_not_a_subsequence_are_refused() {
+        assert!(align_logprobs(&[5, 7], &[7, 5], &[-1.0, -2.0]).is_none());
+        assert!(align_logprobs(&[5], &[5, 5], &[-1.0, -2.0]).is_none());
     }
 }

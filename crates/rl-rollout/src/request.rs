@@ -139,7 +139,9 @@ pub struct Completion {
     /// The generated ids (the prompt is not repeated), a final stop id included.
     pub tokens: Vec<u32>,
     /// log π_rollout of each generated token under softmax(logits / T) over the whole
-    /// vocabulary (see the crate documentation).
+    /// vocabulary (see the crate documentation); NaN where the engine reported none
+    /// (llama-server, for a token that ends inside a multi-byte UTF-8 character). Trainers treat
+    /// such a token as on-policy: importance weight 1, outside the mismatch statistics.
     pub logprobs: Vec<f32>,
     /// Why it ended.
     pub finish: FinishReason,

@@ -631,7 +631,8 @@ fn this_forward_weights(
 /// (a multi-turn episode) the correction sees the sampled tokens only — as if the observation
 /// tokens were not there, which is what sequence-level corrections need (their products and
 /// means run over actions) — and the observation tokens get weight 1, kept (they are outside
-/// the loss anyway).
+/// the loss anyway). A sampled token whose π_rollout log-prob the engine did not report (NaN,
+/// `rl_rollout::Completion::logprobs`) is left out the same way: weight 1, kept, no statistics.
 pub(crate) fn importance_of(
     correction: &IsCorrection,
     sequence: usize,
@@ -642,6 +643,18 @@ pub(crate) fn importance_of(
     let err = |message: String| TrainerError::Batch {
         sequence,
         message: format!("importance weights: {message}"),
+    };
+    let reported: Vec<bool>;
+    let sampled = if rollout.iter().any(|x| x.is_nan())
+        && rollout.len() == old.len()
+        && sampled.is_none_or(|m| m.len() == rollout.len())
+    {
+        reported = (0..rollout.len())
+            .map(|j| !rollout[j].is_nan() && sampled.is_none_or(|m| m[j]))
+            .collect();
+        Some(reported.as_slice())
+    } else {
+        sampled
     };
     let Some(mask) = sampled.filter(|m| !m.iter().all(|&s| s)) else {
         return sequence_weights(correction, old, rollout).map_err(|e| err(e.to_string()));

@@ -1,4 +1,5 @@
-use super::{micro_batch_plan, micro_batches};
+use super::{importance_of, micro_batch_plan, micro_batches};
+use rl_loss::IsCorrection;
 
 /// By hand: lengths 3, 5, 2, 8, 1 with a budget of 10 padded tokens. [3, 5] pads to 2 × 5 =
 /// 10 (fits); adding 2 would make 3 × 5 = 15. [2, 8] would be 16, so 2 is alone; [8, 1] would
@@ -110,4 +111,29 @@ fn every_small_case(mut f: impl FnMut(&[usize], usize, usize)) {
 fn fits_limits(l: &[usize], max_seqs: usize, max_tokens: usize) -> bool {
     let padded = l.len() * l.iter().copied().max().unwrap_or(0);
     l.len() <= max_seqs && (max_tokens == 0 || l.len() == 1 || padded <= max_tokens)
+}
+
+/// A token whose rollout log-prob the engine did not report (NaN) is left out of the correction.
+/// By hand, token TIS with C = 2, log π_old = −1 everywhere, log π_rollout = −1.5, NaN, −0.5:
+/// token 0 has ρ = e^0.5 = 1.6487 (under C), token 1 weight 1, token 2 ρ = e^−0.5 = 0.6065;
+/// 2 tokens compared, Σ|Δ| = 0.5 + 0.5 = 1, max 0.5. With the third token an observation
+/// (`sampled` false), only token 0 is compared.
+#[test]
+fn unreported_rollout_logprobs_get_weight_one_and_no_statistics() {
+    let tis = IsCorrection::TokenTis { cap: 2.0 };
+    let old = [-1.0f32; 3];
+    let rollout = [-1.5f32, f32::NAN, -0.5];
+    let w = importance_of(&tis, 0, &old, &rollout, None).unwrap();
+    let want = [0.5f64.exp(), 1.0, (-0.5f64).exp()];
+    for (got, want) in w.weights.iter().zip(want) {
+        assert!((*got as f64 - want).abs() < 1e-6, "{got} vs {want}");
+    }
+    assert_eq!(w.keep, [true; 3]);
+    assert_eq!(w.stats.tokens, 2);
+    assert!((w.stats.abs_diff_sum - 1.0).abs() < 1e-6);
+    assert!((w.stats.abs_diff_max - 0.5).abs() < 1e-6);
+    let w = importance_of(&tis, 0, &old, &rollout, Some(&[true, true, false])).unwrap();
+    assert_eq!(w.stats.tokens, 1);
+    assert!((w.weights[0] as f64 - 0.5f64.exp()).abs() < 1e-6);
+    assert_eq!(&w.weights[1..], [1.0, 1.0]);
 }
