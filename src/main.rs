@@ -52,6 +52,7 @@ static ALLOC: rl_models::allocator::MiMalloc = rl_models::allocator::MiMalloc;
 fn main() {
     rl_models::allocator::tune_for_tensors();
     rl_models::threads::join_compute_pool();
+    print_panics_whole();
     let cli = Cli::parse();
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();
@@ -80,4 +81,16 @@ fn main() {
         Command::ExportDemo(args) => cli::export_demo::run(args, &mut io),
     };
     std::process::exit(code);
+}
+
+/// Prints a panic's message (and backtrace) while holding the stderr lock, so that it never
+/// splits a line another thread is writing: a data-parallel worker whose peer dies gets panics
+/// from its communication threads at the moment it prints its own error (the default hook writes
+/// to stderr without the lock that `eprintln!` and `writeln!(stderr)` take).
+fn print_panics_whole() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _whole = std::io::stderr().lock();
+        default_hook(info);
+    }));
 }
