@@ -6,7 +6,7 @@
 //! token, the ids the engine was given as context and the ids it sampled (the token-drift bug
 //! of re-rendered conversations cannot happen here).
 
-use rl_rollout::{Completion, FinishReason, WeightVersion};
+use rl_rollout::{Completion, FinishReason, WeightVersion, is_valid_logprob};
 use serde::{Deserialize, Serialize};
 
 /// One assistant turn's place in a [`Trajectory`].
@@ -203,11 +203,7 @@ impl Trajectory {
                 if covered[j] { "inside" } else { "outside" }
             ));
         }
-        // NaN: a log-prob the engine did not report (rl_rollout::Completion::logprobs).
-        if let Some(j) = (0..n).find(|&j| {
-            let lp = self.logprobs[j];
-            self.sampled[j] && !(lp.is_nan() || (lp.is_finite() && lp <= 1e-3))
-        }) {
+        if let Some(j) = (0..n).find(|&j| self.sampled[j] && !is_valid_logprob(self.logprobs[j])) {
             return Err(format!(
                 "token {j}: log-prob {} is not finite and <= 0",
                 self.logprobs[j]

@@ -3,7 +3,9 @@
 use std::any::Any;
 use std::path::PathBuf;
 
-use crate::{Completion, EngineError, FinishReason, GenerateRequest, WeightVersion};
+use crate::{
+    Completion, EngineError, FinishReason, GenerateRequest, WeightVersion, is_valid_logprob,
+};
 
 /// Where new weights are.
 pub enum WeightsRef {
@@ -164,12 +166,7 @@ pub fn check_completions(
                     format!("completion {k}: token id {t} outside the vocabulary of {vocab_size}"),
                 );
             }
-            // NaN: not reported ([`Completion::logprobs`]).
-            if let Some(lp) = c
-                .logprobs
-                .iter()
-                .find(|&&x| !(x.is_nan() || (x.is_finite() && x <= 1e-3)))
-            {
+            if let Some(lp) = c.logprobs.iter().find(|&&x| !is_valid_logprob(x)) {
                 return bad(
                     i,
                     format!("completion {k}: log-prob {lp} is not a finite value <= 0"),

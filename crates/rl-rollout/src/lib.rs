@@ -42,7 +42,9 @@ pub use engine::{RolloutEngine, WeightsKind, WeightsRef, check_completions, stal
 pub use error::EngineError;
 pub use http::{HttpClient, RetryPolicy};
 pub use llama_cpp::{LLAMA_SERVER_LAUNCH, LlamaCppEngine};
-pub use request::{Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion};
+pub use request::{
+    Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion, is_valid_logprob,
+};
 pub use server::{ManagedServer, Reload};
 pub use sglang::SglangEngine;
 pub use vllm::{VLLM_LAUNCH, VllmEngine, VllmOptions};

@@ -133,6 +133,12 @@ pub enum FinishReason {
     Abort,
 }
 
+/// Whether `x` may stand in [`Completion::logprobs`]: a finite log-prob ≤ 0 (up to 1e-3 of
+/// rounding above it), or NaN, "not reported".
+pub fn is_valid_logprob(x: f32) -> bool {
+    x.is_nan() || (x.is_finite() && x <= 1e-3)
+}
+
 /// One sample.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Completion {

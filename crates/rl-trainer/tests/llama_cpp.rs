@@ -213,31 +213,59 @@ fn smollm2_gguf() -> Option<PathBuf> {
     required(path, "run `bash scripts/fetch-smollm2.sh`")
 }
 
+/// SmolLM2 read by rl-models from its Q4_1 GGUF (dequantized), written as an HF folder, exported
+/// to an f32 GGUF and served by llama-server (stopped on drop, before its folder is removed).
+struct ServedSmolLm2 {
+    tok: Tokenizer,
+    model: CausalLm<B>,
+    server: ManagedServer,
+    _dir: common::TmpDir,
+}
+
+/// [`ServedSmolLm2`] in a folder named after `name`; `None` (the test is skipped, or fails under
+/// CI) without llama-server or the model file.
+fn serve_smollm2(name: &str) -> Option<ServedSmolLm2> {
+    let (Some(bin), Some(src)) = (llama_server(), smollm2_gguf()) else {
+        return None;
+    };
+    let tok = Tokenizer::for_model(&src, None).unwrap();
+    let model = CausalLm::<B>::load(&src, &Default::default()).unwrap();
+    let dir = tmp(name);
+    let gguf = export(&model, &tok, &dir);
+    let server = start_server(&bin, &gguf, &dir);
+    Some(ServedSmolLm2 {
+        tok,
+        model,
+        server,
+        _dir: dir,
+    })
+}
+
+/// A user turn in SmolLM2's ChatML with its default system prompt, ready for the reply.
+fn smollm2_chat(question: &str) -> String {
+    format!(
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
+         Face<|im_end|>\n<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n"
+    )
+}
+
 /// The real Llama-family model: SmolLM2-135M-Instruct read from its Q4_1 GGUF (dequantized),
 /// written as an HF folder and exported to an f32 GGUF for llama-server. Greedy continuations
 /// of 5 prompts (ChatML and plain) are identical token for token, and the per-token log-probs
 /// agree within 1e-3.
 #[test]
 fn smollm2_greedy_continuations_match_llama_server() {
-    let (Some(bin), Some(src)) = (llama_server(), smollm2_gguf()) else {
+    let Some(ServedSmolLm2 {
+        tok, model, server, ..
+    }) = serve_smollm2("smollm2")
+    else {
         return;
     };
-    let tok = Tokenizer::for_model(&src, None).unwrap();
-    let model = CausalLm::<B>::load(&src, &Default::default()).unwrap();
-    let dir = tmp("smollm2");
-    let gguf = export(&model, &tok, &dir);
-    let server = start_server(&bin, &gguf, &dir);
     let stop = rl_trainer::end_token_ids(&tok);
-    let chat = |q: &str| {
-        format!(
-            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging \
-             Face<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
-        )
-    };
     let prompts = [
-        chat("What is 37 + 96? Give only the number."),
-        chat("Name the capital of France."),
-        chat("Write a haiku about the sea."),
+        smollm2_chat("What is 37 + 96? Give only the number."),
+        smollm2_chat("Name the capital of France."),
+        smollm2_chat("Write a haiku about the sea."),
         "The quick brown fox".to_string(),
         "def fibonacci(n):".to_string(),
     ];
@@ -284,14 +312,12 @@ fn smollm2_greedy_continuations_match_llama_server() {
 /// within 1e-3: none is shifted onto a neighbour.
 #[test]
 fn smollm2_sampled_tokens_inside_a_character_are_unreported_not_misplaced() {
-    let (Some(bin), Some(src)) = (llama_server(), smollm2_gguf()) else {
+    let Some(ServedSmolLm2 {
+        tok, model, server, ..
+    }) = serve_smollm2("smollm2_sampled")
+    else {
         return;
     };
-    let tok = Tokenizer::for_model(&src, None).unwrap();
-    let model = CausalLm::<B>::load(&src, &Default::default()).unwrap();
-    let dir = tmp("smollm2_sampled");
-    let gguf = export(&model, &tok, &dir);
-    let server = start_server(&bin, &gguf, &dir);
     let stop = rl_trainer::end_token_ids(&tok);
     // Japanese and Chinese replies are mostly byte tokens in SmolLM2's vocabulary.
     let questions = [
@@ -302,22 +328,16 @@ fn smollm2_sampled_tokens_inside_a_character_are_unreported_not_misplaced() {
     ];
     let requests: Vec<GenerateRequest> = questions
         .iter()
-        .map(|q| {
-            let prompt = format!(
-                "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by \
-                 Hugging Face<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n"
-            );
-            GenerateRequest {
-                prompt_ids: tok.encode(&prompt).unwrap(),
-                n: 8,
-                params: SamplingParams {
-                    temperature: 1.0,
-                    max_new_tokens: 24,
-                    stop_ids: stop.clone(),
-                    seed: 7,
-                    ..SamplingParams::default()
-                },
-            }
+        .map(|q| GenerateRequest {
+            prompt_ids: tok.encode(&smollm2_chat(q)).unwrap(),
+            n: 8,
+            params: SamplingParams {
+                temperature: 1.0,
+                max_new_tokens: 24,
+                stop_ids: stop.clone(),
+                seed: 7,
+                ..SamplingParams::default()
+            },
         })
         .collect();
     let vocab = model.config().vocab_size;
