@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::decoder::{AttentionMask, CausalLm};
+use crate::decoder::{AttentionMask, CausalLm, PromptGroups};
 use crate::error::ModelError;
 
 /// Sampling settings of [`generate`].
@@ -40,6 +40,11 @@ pub struct GenerationConfig {
     /// [`crate::Tokenizer::num_defined_ids`]; Qwen3 defines 151,669 of its 151,936 rows).
     /// `None` = the whole vocabulary.
     pub allowed_vocab_size: Option<usize>,
+    /// Equal prompts of a call are prefilled once, their KV-cache rows then repeated for each
+    /// sample (a group of G samples of one prompt computes its prompt once, not G times). The
+    /// same samples up to the float rounding of batched kernels, which may change with the
+    /// prefill's row count. Default `false`.
+    pub share_prompts: bool,
 }
 
 impl Default for GenerationConfig {
@@ -53,6 +58,7 @@ impl Default for GenerationConfig {
             eos_token_ids: Vec::new(),
             stop_token_ids: Vec::new(),
             allowed_vocab_size: None,
+            share_prompts: false,
         }
     }
 }
@@ -254,7 +260,8 @@ pub(crate) fn sample_row(
 /// `longest prompt + max_new_tokens - 1` positions, then each step feeds only the newest token of
 /// every unfinished sample (cost linear in the number of generated tokens; finished samples are
 /// dropped from the batch and the cache). Position ids count real tokens only, so a padded prompt
-/// behaves as it would alone. Use a model without autodiff (`model.valid()`).
+/// behaves as it would alone. With [`GenerationConfig::share_prompts`], equal prompts are
+/// prefilled once. Use a model without autodiff (`model.valid()`).
 pub fn generate<B: Backend>(
     model: &CausalLm<B>,
     prompts: &[Vec<u32>],
@@ -323,16 +330,29 @@ pub fn generate_seeded<B: Backend>(
     let b = prompts.len();
     let p_len = prompts.iter().map(Vec::len).max().unwrap_or(0);
     let device = model.device();
-    let mut ids = Vec::with_capacity(b * p_len);
-    for p in prompts {
+    let lengths: Vec<usize> = prompts.iter().map(Vec::len).collect();
+    // The prompts the prefill computes: each distinct one once when sharing.
+    let groups = cfg
+        .share_prompts
+        .then(|| PromptGroups::of(prompts, &lengths))
+        .filter(PromptGroups::shares);
+    let prefill = groups.as_ref().map_or(prompts, |g| g.prefixes.as_slice());
+    let rows = prefill.len();
+    let mut ids = Vec::with_capacity(rows * p_len);
+    for p in prefill {
         ids.extend(std::iter::repeat_n(0i64, p_len - p.len()));
         ids.extend(p.iter().map(|&t| t as i64));
     }
-    let lengths: Vec<usize> = prompts.iter().map(Vec::len).collect();
-    let mask = AttentionMask::left_padded(&lengths, p_len)?;
-    let mut cache = model.new_cache(b, p_len + cfg.max_new_tokens - 1);
-    let input = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [b, p_len]), &device);
+    let prefill_lengths: Vec<usize> = prefill.iter().map(Vec::len).collect();
+    let mask = AttentionMask::left_padded(&prefill_lengths, p_len)?;
+    let mut cache = model.new_cache(rows, p_len + cfg.max_new_tokens - 1);
+    let input = Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [rows, p_len]), &device);
     let mut logits = model.last_logits(input, Some(&mask), Some(&mut cache))?;
+    if let Some(g) = &groups {
+        cache.retain_rows(&g.of_row)?;
+        let index: Vec<i64> = g.of_row.iter().map(|&r| r as i64).collect();
+        logits = logits.select(0, Tensor::from_data(TensorData::new(index, [b]), &device));
+    }
 
     let mut rngs: Vec<ChaCha8Rng> = streams
         .iter()

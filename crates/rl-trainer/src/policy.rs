@@ -177,8 +177,7 @@ impl<B: AutodiffBackend> Policy<B> for CausalLm<B> {
         temperature: f32,
         plan: MemoryPlan,
     ) -> Result<WindowPass<B>, TrainerError> {
-        let (t, mask) = self.window_batch(ids, starts, width)?;
-        Ok(self.window_pass(t, Some(&mask), starts, width, entropy, temperature, plan)?)
+        Ok(self.train_window(ids, starts, width, entropy, temperature, plan)?)
     }
 
     fn logprobs_detached(

@@ -1,7 +1,5 @@
 //! Turning scored sequences into loss tensors and gradient updates.
 
-use std::ops::Range;
-
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
@@ -10,6 +8,10 @@ use rl_loss::{
     SequenceWeights, aggregate, compute_loss, generalized_jsd, sequence_weights,
 };
 use rl_models::{EntropyMode, MemoryPlan};
+
+mod micro_batches;
+
+pub use micro_batches::{micro_batch_plan, micro_batches, shared_micro_batch_plan};
 
 use crate::TrainerError;
 use crate::optim::AdamWOptimizer;
@@ -293,53 +295,6 @@ impl OldLogprobs {
     }
 }
 
-/// Micro-batches of sequences of `lengths` tokens (prompt + response), in order: at most
-/// `max_seqs` sequences each and, when `max_tokens > 0`, at most `max_tokens` padded tokens
-/// (rows × the micro-batch's longest sequence). A sequence longer than the budget is a
-/// micro-batch of its own. This is verl's dynamic batch size (`use_dynamic_bsz`,
-/// `ppo_max_token_len_per_gpu`) without reordering: the losses are sums of numerators over the
-/// mini-batch's global counts, so any partition gives the same loss and gradients up to float
-/// summation order, and memory follows tokens rather than sequence count.
-pub fn micro_batches(lengths: &[usize], max_seqs: usize, max_tokens: usize) -> Vec<Range<usize>> {
-    let max_seqs = max_seqs.max(1);
-    let mut out = Vec::new();
-    let (mut start, mut longest) = (0, 0);
-    for (i, &len) in lengths.iter().enumerate() {
-        let rows = i - start;
-        let wider = longest.max(len);
-        if rows > 0 && (rows == max_seqs || (max_tokens > 0 && (rows + 1) * wider > max_tokens)) {
-            out.push(start..i);
-            (start, longest) = (i, len);
-        } else {
-            longest = wider;
-        }
-    }
-    if start < lengths.len() {
-        out.push(start..lengths.len());
-    }
-    out
-}
-
-/// The micro-batches of a mini-batch as lists of sequence indices. Without a token budget
-/// (`max_tokens = 0`): the [`micro_batches`] of the sequences in order. With one: the sequences
-/// taken shortest first (a stable sort by length) and then partitioned greedily by
-/// [`micro_batches`], so that each micro-batch holds similar lengths and pads little: with
-/// responses of very different lengths, one micro-batch padded to the longest computes on many
-/// padding tokens (verl's dynamic batch size also regroups sequences by length). The losses are
-/// sums over the mini-batch's global counts, so any grouping gives the same loss and gradients
-/// up to float summation order.
-pub fn micro_batch_plan(lengths: &[usize], max_seqs: usize, max_tokens: usize) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..lengths.len()).collect();
-    if max_tokens > 0 {
-        order.sort_by_key(|&i| lengths[i]);
-    }
-    let sorted: Vec<usize> = order.iter().map(|&i| lengths[i]).collect();
-    micro_batches(&sorted, max_seqs, max_tokens)
-        .into_iter()
-        .map(|r| order[r].to_vec())
-        .collect()
-}
-
 /// One optimizer update over a mini-batch: micro-batches of `settings.micro_batch` sequences
 /// are forwarded and back-propagated one at a time with the mini-batch's global counts, their
 /// gradients accumulated, then clipped and applied. A non-finite loss or gradient norm skips
@@ -449,7 +404,14 @@ pub fn policy_update_with_teacher<B: AutodiffBackend, P: Policy<B>>(
         .iter()
         .map(|s| s.prompt.len() + s.response.len())
         .collect();
-    for part in micro_batch_plan(&lengths, micro, budget) {
+    let plan = if memory.shared_prompts {
+        let prompts: Vec<&[u32]> = seqs.iter().map(|s| s.prompt).collect();
+        let responses: Vec<usize> = seqs.iter().map(|s| s.response.len()).collect();
+        shared_micro_batch_plan(&prompts, &responses, micro, budget)
+    } else {
+        micro_batch_plan(&lengths, micro, budget)
+    };
+    for part in plan {
         let chunk: Vec<TrainSeq<'_>> = part.iter().map(|&i| seqs[i].clone()).collect();
         let chunk = chunk.as_slice();
         let a = align(chunk);

@@ -487,6 +487,41 @@ fn token_budget_micro_batches_train_as_one_micro_batch() {
 fn memory_plans_train_as_the_plain_pass() {
     let (model, tok) = task_model(11, None);
     let b = batch(&model, &tok);
+    let plans = [
+        (2, Checkpointing::None),
+        (0, Checkpointing::Layers),
+        (5, Checkpointing::Layers),
+    ]
+    .map(|(logprob_chunk, checkpointing)| MemoryPlan {
+        logprob_chunk,
+        checkpointing,
+        ..MemoryPlan::default()
+    });
+    trains_as_the_plain_pass(&model, &b, &plans);
+}
+
+/// [`memory_plans_train_as_the_plain_pass`] for shared prompts (`MemoryPlan::shared_prompts`,
+/// plain head and chunks of 2 positions): the batch's eight sequences take three prompts (rows
+/// 0, 3, 6 / 1, 4, 7 / 2, 5), so with micro-batches of 3 sequences each micro-batch is one
+/// prompt group (`shared_micro_batch_plan`) computing its prompt once.
+#[test]
+fn shared_prompts_train_as_the_plain_pass() {
+    let (model, tok) = task_model(11, None);
+    let mut b = batch(&model, &tok);
+    for i in 3..b.len() {
+        b[i].0 = b[i % 3].0.clone();
+    }
+    let plans = [0, 2].map(|logprob_chunk| MemoryPlan {
+        logprob_chunk,
+        shared_prompts: true,
+        ..MemoryPlan::default()
+    });
+    trains_as_the_plain_pass(&model, &b, &plans);
+}
+
+/// Three updates of DAPO with an entropy bonus and of GSPO on `b` under each plan against the
+/// plain pass: losses and gradient norms within 1e-5, parameters within 1e-4 of the update.
+fn trains_as_the_plain_pass(model: &CausalLm<B>, b: &[Seq], plans: &[MemoryPlan]) {
     let (_, dapo) = loss_config(Aggregation::TokenMean);
     let mut gspo = TrainConfig::default();
     gspo.apply_preset("gspo").unwrap();
@@ -500,21 +535,12 @@ fn memory_plans_train_as_the_plain_pass() {
         ),
         ("gspo", gspo.loss),
     ];
-    let plans = [
-        (2, Checkpointing::None),
-        (0, Checkpointing::Layers),
-        (5, Checkpointing::Layers),
-    ];
-    let start = flat(&model);
+    let start = flat(model);
     for (name, loss) in &losses {
-        let plain = run_with(model.clone(), &b, loss, None, (3, 0), MemoryPlan::default());
+        let plain = run_with(model.clone(), b, loss, None, (3, 0), MemoryPlan::default());
         let update = l2_gap(&plain.params, &start);
-        for (logprob_chunk, checkpointing) in plans {
-            let plan = MemoryPlan {
-                logprob_chunk,
-                checkpointing,
-            };
-            let got = run_with(model.clone(), &b, loss, None, (3, 0), plan);
+        for &plan in plans {
+            let got = run_with(model.clone(), b, loss, None, (3, 0), plan);
             for s in 0..STEPS {
                 assert!(
                     rel(got.losses[s], plain.losses[s]) < 1e-5,

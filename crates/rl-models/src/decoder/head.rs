@@ -16,7 +16,7 @@ use crate::logprobs::{EntropyMode, TokenLogProbs, VocabAxis, logprobs_from_logit
 /// 151,936-token vocabulary). Under autodiff every chunk's LM-head GEMM has its own full
 /// `[vocab, hidden]` weight gradient (622 MB at 0.6B), so few large chunks are much faster than
 /// many small ones; rows are spread evenly over the chunks.
-const LOGPROB_CHUNK_ELEMS: usize = 128 << 20;
+pub(super) const LOGPROB_CHUNK_ELEMS: usize = 128 << 20;
 
 /// Rows per LM-head chunk for `n` rows of `vocab` logits within a budget of `chunk_elems` logits
 /// per chunk: the fewest chunks that fit, with the rows spread evenly over them.
@@ -437,7 +437,7 @@ pub(super) fn padding_entries<B: Backend>(
 
 /// `[n = b · w]` log-probs (and entropies) as `[b, w]`, with 0 where entry `[row, j]`, at
 /// position `t = start(row) + j` of the sequence, has a padding token at `t` or `t + 1`.
-fn zero_padding<B: Backend>(
+pub(super) fn zero_padding<B: Backend>(
     logprobs: Tensor<B, 1>,
     entropy: Option<Tensor<B, 1>>,
     b: usize,

@@ -15,9 +15,8 @@
 //! (GEMM orientation), `checkpoint_layout` (a config's tensor names and shapes), `weights`
 //! (init, load, save), `model` ([`CausalLm`]: forward, hidden states, compute dtype), `head` (LM
 //! head, chunked log-probs), `lora` (the adapter), `lora_model` (adapters on a model, PEFT
-//! files) and `train_pass`
-//! ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked head backward and
-//! per-layer checkpointing).
+//! files), `train_pass` ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked head
+//! backward and per-layer checkpointing) and `shared_prompt` (a group's prompt computed once).
 
 mod checkpoint_layout;
 pub(crate) mod config;
@@ -31,6 +30,7 @@ mod mask;
 mod matmul;
 mod model;
 mod rope;
+mod shared_prompt;
 mod train_pass;
 mod weights;
 
@@ -42,5 +42,6 @@ pub use layers::{Attention, DecoderLayer, Linear, Mlp, RmsNorm};
 pub use lora::{ADAPTER_CONFIG, ADAPTER_WEIGHTS, LORA_TARGETS, LoraAdapter, LoraConfig};
 pub use mask::AttentionMask;
 pub use model::CausalLm;
+pub use shared_prompt::PromptGroups;
 pub use train_pass::{Checkpointing, MemoryPlan, WindowPass};
 pub use weights::HfTensor;

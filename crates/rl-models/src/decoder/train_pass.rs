@@ -29,8 +29,11 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Bool, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use super::CausalLm;
-use super::head::{check_temperature, chunk_rows, padding_entries, window_index};
+use super::head::{
+    LOGPROB_CHUNK_ELEMS, check_temperature, chunk_rows, padding_entries, window_index, zero_padding,
+};
 use super::mask::AttentionMask;
+use super::shared_prompt::PromptGroups;
 use crate::error::ModelError;
 use crate::logprobs::{EntropyMode, TokenLogProbs};
 
@@ -46,8 +49,8 @@ pub enum Checkpointing {
     Layers,
 }
 
-/// How a training forward and backward trade compute for memory. The default is the plain
-/// autodiff pass.
+/// How a training forward and backward are computed: what they trade for memory, and whether
+/// shared prompts are computed once. The default is the plain autodiff pass.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryPlan {
     /// Window positions whose logits are computed (and, in the backward, recomputed) at once;
@@ -55,10 +58,14 @@ pub struct MemoryPlan {
     pub logprob_chunk: usize,
     /// Per-layer activation checkpointing.
     pub checkpointing: Checkpointing,
+    /// Sequences with the same prompt share one computation of it ([`CausalLm::train_window`],
+    /// `crate::decoder::shared_prompt`): fewer FLOPs and less memory for groups of responses,
+    /// the same values up to float summation order. Needs `checkpointing = None`.
+    pub shared_prompts: bool,
 }
 
 impl MemoryPlan {
-    /// The plain autodiff pass (no chunked backward, no checkpointing).
+    /// The plain autodiff pass (no chunked backward, no checkpointing, no shared prompts).
     pub fn is_plain(&self) -> bool {
         *self == Self::default()
     }
@@ -113,9 +120,78 @@ impl<B: AutodiffBackend> From<TokenLogProbs<B>> for WindowPass<B> {
 }
 
 impl<B: AutodiffBackend> CausalLm<B> {
+    /// The training pass of host sequences under `plan`: [`Self::window_pass`] of their
+    /// [`Self::window_batch`], or, with `plan.shared_prompts` and at least two sequences with
+    /// the same prefix `seq[..starts[r]]`, the shared-prompt pass (each distinct prefix computed
+    /// once, `crate::decoder::shared_prompt`), whose values and gradients are the same up to
+    /// float summation order. The window may reach past a sequence's end, as in
+    /// [`Self::window_batch`]; those entries are 0.
+    ///
+    /// Errors ([`ModelError::InvalidInput`]): as [`Self::window_pass`], and shared prompts with
+    /// `checkpointing = Layers` (per-layer recomputation of a shared prefix is not implemented).
+    #[allow(clippy::too_many_arguments)]
+    pub fn train_window(
+        &self,
+        seqs: &[Vec<u32>],
+        starts: &[usize],
+        width: usize,
+        entropy: EntropyMode,
+        temperature: f32,
+        plan: MemoryPlan,
+    ) -> Result<WindowPass<B>, ModelError> {
+        let shares = plan.shared_prompts
+            && seqs.len() == starts.len()
+            && seqs.iter().zip(starts).all(|(q, &s)| s <= q.len())
+            && PromptGroups::of(seqs, starts).shares();
+        if !shares {
+            let (ids, mask) = self.window_batch(seqs, starts, width)?;
+            return self.window_pass(ids, Some(&mask), starts, width, entropy, temperature, plan);
+        }
+        check_temperature(temperature)?;
+        if plan.checkpointing != Checkpointing::None {
+            return Err(ModelError::InvalidInput(
+                "shared prompts are computed with checkpointing = none: per-layer \
+                 recomputation of a shared prompt is not implemented"
+                    .to_string(),
+            ));
+        }
+        let rows = self.shared_window_rows(seqs, starts, width)?;
+        let b = seqs.len();
+        let mask = Some(&rows.suffix_mask);
+        if plan.logprob_chunk == 0 {
+            let (lp, ent) = self.head_logprobs(
+                rows.hidden,
+                rows.targets,
+                entropy,
+                LOGPROB_CHUNK_ELEMS,
+                temperature,
+            );
+            return Ok(WindowPass::from(zero_padding(
+                lp,
+                ent,
+                b,
+                width,
+                mask,
+                |_| 0,
+            )));
+        }
+        let padding = padding_entries(b, width, mask, |_| 0, &self.device());
+        Ok(self.deferred_pass(
+            rows.hidden.clone().inner(),
+            Trunk::Graph(rows.hidden),
+            rows.targets.inner(),
+            padding,
+            [b, width],
+            entropy,
+            temperature,
+            plan.logprob_chunk,
+        ))
+    }
+
     /// [`Self::token_logprobs_from_tempered`] for training under `plan`: the same values (within
     /// float summation order), with the backward of [`WindowPass::backward`]. The plain plan
-    /// is exactly [`Self::token_logprobs_from_tempered`].
+    /// is exactly [`Self::token_logprobs_from_tempered`]. A tensor batch has no host prompts to
+    /// share: `plan.shared_prompts` is read by [`Self::train_window`] and ignored here.
     #[allow(clippy::too_many_arguments)]
     pub fn window_pass(
         &self,
@@ -127,6 +203,10 @@ impl<B: AutodiffBackend> CausalLm<B> {
         temperature: f32,
         plan: MemoryPlan,
     ) -> Result<WindowPass<B>, ModelError> {
+        let plan = MemoryPlan {
+            shared_prompts: false,
+            ..plan
+        };
         if plan.is_plain() {
             return self
                 .token_logprobs_from_tempered(input_ids, mask, starts, width, entropy, temperature)
@@ -167,24 +247,53 @@ impl<B: AutodiffBackend> CausalLm<B> {
                 (h, trunk)
             }
         };
+        let padding = padding_entries::<B::InnerBackend>(b, width, mask, |r| starts[r], &device);
+        Ok(self.deferred_pass(
+            h_rows,
+            trunk,
+            targets,
+            padding,
+            [b, width],
+            entropy,
+            temperature,
+            plan.logprob_chunk,
+        ))
+    }
+
+    /// The values of a pass under a memory plan from the window's hidden rows `h_rows` (`[n =
+    /// b · width, H]`, no graph) and their targets, with what its backward needs: the head in
+    /// chunks of `logprob_chunk` rows (0: one chunk), padding entries zeroed, the log-probs (and
+    /// a differentiable entropy) as autodiff leaves.
+    #[allow(clippy::too_many_arguments)]
+    fn deferred_pass(
+        &self,
+        h_rows: Tensor<B::InnerBackend, 2>,
+        trunk: Trunk<B>,
+        targets: Tensor<B::InnerBackend, 1, Int>,
+        padding: Option<Tensor<B::InnerBackend, 2, Bool>>,
+        [b, width]: [usize; 2],
+        entropy: EntropyMode,
+        temperature: f32,
+        logprob_chunk: usize,
+    ) -> WindowPass<B> {
+        let n = b * width;
         let vocab = self.config.vocab_size;
-        let chunk = if plan.logprob_chunk == 0 {
+        let chunk = if logprob_chunk == 0 {
             n
         } else {
-            chunk_rows(n, vocab, plan.logprob_chunk.saturating_mul(vocab))
+            chunk_rows(n, vocab, logprob_chunk.saturating_mul(vocab))
         };
         let values_mode = match entropy {
             EntropyMode::None => EntropyMode::None,
             _ => EntropyMode::Detached,
         };
-        let (lp, ent) = inner.head_logprobs(
+        let (lp, ent) = self.valid().head_logprobs(
             h_rows.clone(),
             targets.clone(),
             values_mode,
             chunk.saturating_mul(vocab),
             temperature,
         );
-        let padding = padding_entries::<B::InnerBackend>(b, width, mask, |r| starts[r], &device);
         let zeroed = |t: Tensor<B::InnerBackend, 1>| {
             let t = t.reshape([b, width]);
             match &padding {
@@ -201,7 +310,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
                 e
             }
         });
-        Ok(WindowPass {
+        WindowPass {
             out: TokenLogProbs { logprobs, entropy },
             deferred: Some(Deferred {
                 model: self.clone(),
@@ -212,7 +321,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
                 temperature,
                 trunk,
             }),
-        })
+        }
     }
 }
 

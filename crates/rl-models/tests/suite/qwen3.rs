@@ -529,17 +529,106 @@ fn memory_plan_gradients_match_hf() {
             MemoryPlan {
                 logprob_chunk: 3,
                 checkpointing: Checkpointing::None,
+                shared_prompts: false,
             },
             MemoryPlan {
                 logprob_chunk: 0,
                 checkpointing: Checkpointing::Layers,
+                shared_prompts: false,
             },
             MemoryPlan {
                 logprob_chunk: 1,
                 checkpointing: Checkpointing::Layers,
+                shared_prompts: false,
             },
         ] {
             check_gradients(model, 1, LogprobPath::Plan(plan));
+        }
+    }
+}
+
+/// The shared-prompt pass (`MemoryPlan::shared_prompts`: each distinct prompt computed once,
+/// its keys and values repeated for the rows that follow it) against the padded pass, which the
+/// tests above compare with HF: the same log-probs, entropies and parameter gradients of
+/// `Σ w·log p + 0.1 Σ w·H` (w: fixed weights on the real entries), plain and with the chunked
+/// head. The rows: three responses after a 6-token prompt, two after a 4-token one, one alone
+/// after a 9-token one, two after a 1-token prompt (an empty shared prefix), responses of 1 to 7
+/// tokens (so windows reach past some rows' ends, into padding).
+#[test]
+fn shared_prompts_equal_the_padded_pass() {
+    let prompts: [&[u32]; 4] = [&[5, 9, 2, 7, 7, 3], &[11, 4, 8, 1], &[3, 3, 6, 10, 2, 9, 12, 5, 1], &[8]];
+    let rows: [(usize, &[u32]); 8] = [
+        (0, &[4, 6, 1]),
+        (1, &[2, 2, 9, 13, 5]),
+        (0, &[12, 3, 3, 8, 1, 6, 2]),
+        (2, &[7]),
+        (3, &[9, 4]),
+        (0, &[6]),
+        (1, &[10, 1, 5]),
+        (3, &[1, 14, 2, 2]),
+    ];
+    let seqs: Vec<Vec<u32>> = rows.iter().map(|&(p, r)| [prompts[p], r].concat()).collect();
+    let starts: Vec<usize> = rows.iter().map(|&(p, _)| prompts[p].len() - 1).collect();
+    let width = 7;
+    let groups = rl_models::PromptGroups::of(&seqs, &starts);
+    assert_eq!(groups.of_row, vec![0, 1, 0, 2, 3, 0, 1, 3]);
+    let weights: Vec<f32> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &(_, r))| {
+            (0..width).map(move |j| if j < r.len() { 1.0 + 0.25 * ((i + j) % 3) as f32 } else { 0.0 })
+        })
+        .collect();
+    let dev = dev();
+    for model in MODELS {
+        let m = CausalLm::<AD>::load(fixtures().join(model), &dev).unwrap();
+        let names: Vec<String> = {
+            let r = Reference::load(model);
+            let st = SafeTensors::deserialize(&r.bytes).unwrap();
+            let mut n: Vec<String> = st
+                .names()
+                .into_iter()
+                .filter_map(|n| n.strip_prefix("grad.").map(str::to_string))
+                .collect();
+            n.sort();
+            n
+        };
+        for chunk in [0, 3] {
+            let run = |shared_prompts: bool| {
+                let plan = MemoryPlan {
+                    logprob_chunk: chunk,
+                    shared_prompts,
+                    ..MemoryPlan::default()
+                };
+                let pass = m
+                    .train_window(&seqs, &starts, width, EntropyMode::Differentiable, 1.0, plan)
+                    .unwrap();
+                let w = Tensor::<AD, 2>::from_data(
+                    TensorData::new(weights.clone(), [seqs.len(), width]),
+                    &dev,
+                );
+                let out = pass.out.clone();
+                let loss = (out.logprobs.clone() * w.clone()).sum()
+                    + (out.entropy.clone().unwrap() * w).sum() * 0.1;
+                let values = (to_vec(out.logprobs), to_vec(out.entropy.unwrap()));
+                let grads = Grads::Params(pass.backward(loss, &m));
+                let g: Vec<Vec<f32>> = names.iter().map(|n| hf_grad(&m, n, &grads)).collect();
+                (values, g)
+            };
+            let ((lp_s, ent_s), g_s) = run(true);
+            let ((lp_p, ent_p), g_p) = run(false);
+            let d_lp = max_abs_diff(&lp_s, &lp_p);
+            let d_ent = max_abs_diff(&ent_s, &ent_p);
+            eprintln!("{model} chunk {chunk}: max |Δlog p| = {d_lp:.2e}, max |ΔH| = {d_ent:.2e}");
+            assert!(d_lp <= TOL / 10.0 && d_ent <= TOL / 10.0, "{model} chunk {chunk}: {d_lp} {d_ent}");
+            for ((name, s), p) in names.iter().zip(&g_s).zip(&g_p) {
+                let scale = p.iter().fold(0.0f32, |a, &x| a.max(x.abs())).max(1e-3);
+                let d = max_abs_diff(s, p);
+                assert!(
+                    d <= GRAD_TOL * scale,
+                    "{model} chunk {chunk} {name}: max |Δgrad| = {d} (max |g| = {scale})"
+                );
+            }
         }
     }
 }
@@ -617,6 +706,38 @@ fn greedy_generation_matches_hf_token_for_token() {
         let out = generate(&m, &prompts, &cfg).unwrap();
         let got: Vec<Vec<u32>> = out.iter().map(|g| g.tokens.clone()).collect();
         assert_eq!(got, batched, "{model} left-padded batch");
+    }
+}
+
+/// Equal prompts prefilled once (`GenerationConfig::share_prompts`): each prompt three times,
+/// interleaved, gives every row HF's greedy continuation of its prompt in the left-padded batch
+/// of the distinct prompts (`greedy_batched`), and the log-probs of the batch without sharing.
+#[test]
+fn shared_prompt_prefill_generates_as_the_unshared_batch() {
+    for model in MODELS {
+        let m = load(model);
+        let r = Reference::load(model);
+        let prompts = r.ids_list("prompts");
+        let batched = r.ids_list("greedy_batched");
+        let n_new = r.json["greedy_new_tokens"].as_u64().unwrap() as usize;
+        let order: Vec<usize> = (0..3).flat_map(|_| 0..prompts.len()).collect();
+        let repeated: Vec<Vec<u32>> = order.iter().map(|&i| prompts[i].clone()).collect();
+        let plain = GenerationConfig::greedy(n_new);
+        let shared = GenerationConfig {
+            share_prompts: true,
+            ..plain.clone()
+        };
+        let got = generate(&m, &repeated, &shared).unwrap();
+        let want = generate(&m, &repeated, &plain).unwrap();
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            if exact() {
+                assert_eq!(g.tokens, batched[order[k]], "{model} row {k}");
+                assert_eq!(g.tokens, w.tokens, "{model} row {k}");
+            }
+            // the first token comes from the shared prefill itself
+            let d = (g.logprobs[0] - w.logprobs[0]).abs();
+            assert!(d <= TOL, "{model} row {k}: first log-prob differs by {d}");
+        }
     }
 }
 
@@ -888,6 +1009,7 @@ fn bf16_gradients_reach_f32_masters_and_match_hf_bf16() {
         let plan = MemoryPlan {
             logprob_chunk: 3,
             checkpointing: Checkpointing::Layers,
+            shared_prompts: false,
         };
         check_gradients_in(model, 1, LogprobPath::Plan(plan), ComputeDtype::Bf16);
     }

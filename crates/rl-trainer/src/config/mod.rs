@@ -60,6 +60,16 @@ pub struct ModelSection {
     /// backward and recompute the layer there (HF's gradient checkpointing).
     #[serde(default)]
     pub checkpointing: Checkpointing,
+    /// `true`: a group's prompt is computed once, not once per response. The update computes
+    /// each distinct prompt of a micro-batch once, its keys and values shared by the responses
+    /// that follow it, and forms micro-batches of whole prompt groups
+    /// (`rl_models::MemoryPlan::shared_prompts`): the same loss and gradients up to float
+    /// summation order. The in-process engine prefills each distinct prompt of a batch once
+    /// (`rl_models::GenerationConfig::share_prompts`): the same samples up to the rounding of
+    /// batched kernels. Fewer FLOPs where groups share long prompts. Needs `checkpointing =
+    /// "none"`. Default `false`.
+    #[serde(default)]
+    pub shared_prompts: bool,
     /// `[model.lora]` (`r`, `alpha`, optional `target_modules` and `use_rslora`): train LoRA
     /// adapters in PEFT's format on the frozen model instead of every weight
     /// (`rl_models::LoraConfig`; adapters seeded by the run's `seed`). Unset: full fine-tuning.
@@ -80,6 +90,7 @@ impl ModelSection {
         MemoryPlan {
             logprob_chunk: self.logprob_chunk,
             checkpointing: self.checkpointing,
+            shared_prompts: self.shared_prompts,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! names the field and what is accepted.
 
 use rl_loss::PolicyLoss;
+use rl_models::Checkpointing;
 
 use super::{DistillForm, DistillSection, EngineConfig, PromptTemplate, TrainConfig};
 use crate::TrainerError;
@@ -106,6 +107,14 @@ impl TrainConfig {
             return bad(
                 "rollout.engine.timeout_s",
                 format!("{} (a finite number > 0)", retry.timeout_s),
+            );
+        }
+        if self.model.shared_prompts && self.model.checkpointing != Checkpointing::None {
+            return bad(
+                "model.shared_prompts",
+                "true needs model.checkpointing = \"none\" (per-layer recomputation of a \
+                 shared prompt is not implemented)"
+                    .into(),
             );
         }
         if self.rollout.max_new_tokens == 0 {

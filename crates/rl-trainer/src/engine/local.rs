@@ -69,6 +69,7 @@ pub struct LocalEngine<G: LocalModel> {
     version: WeightVersion,
     max_batch: usize,
     allowed_vocab: Option<usize>,
+    share_prompts: bool,
 }
 
 impl<G: LocalModel> LocalEngine<G> {
@@ -85,7 +86,15 @@ impl<G: LocalModel> LocalEngine<G> {
             version,
             max_batch,
             allowed_vocab,
+            share_prompts: false,
         }
+    }
+
+    /// This engine prefilling each distinct prompt of a batch once
+    /// ([`GenerationConfig::share_prompts`], `model.shared_prompts`).
+    pub fn sharing_prompts(mut self, share: bool) -> Self {
+        self.share_prompts = share;
+        self
     }
 
     /// The weights it generates with.
@@ -106,6 +115,7 @@ impl<G: LocalModel> LocalEngine<G> {
             eos_token_ids: p.stop_ids.clone(),
             stop_token_ids: Vec::new(),
             allowed_vocab_size: self.allowed_vocab,
+            share_prompts: self.share_prompts,
         }
     }
 }

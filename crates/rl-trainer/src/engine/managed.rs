@@ -30,12 +30,15 @@ pub fn build_engine<B: AutodiffBackend, P: Policy<B>>(
     version: u64,
 ) -> Result<Box<dyn RolloutEngine>, TrainerError> {
     match &config.rollout.engine {
-        EngineConfig::Local => Ok(Box::new(LocalEngine::new(
-            policy.inference(),
-            version,
-            config.rollout.generation_batch,
-            Some(allowed_vocab),
-        ))),
+        EngineConfig::Local => Ok(Box::new(
+            LocalEngine::new(
+                policy.inference(),
+                version,
+                config.rollout.generation_batch,
+                Some(allowed_vocab),
+            )
+            .sharing_prompts(config.model.shared_prompts),
+        )),
         EngineConfig::Sglang { url, .. } => {
             // A fresh server serves the base model, not necessarily this run's version:
             // version u64::MAX makes `with_engine`-style checks push the current weights first.

@@ -1,4 +1,4 @@
-use super::{importance_of, micro_batch_plan, micro_batches};
+use super::{importance_of, micro_batch_plan, micro_batches, shared_micro_batch_plan};
 use rl_loss::IsCorrection;
 
 /// By hand: lengths 3, 5, 2, 8, 1 with a budget of 10 padded tokens. [3, 5] pads to 2 × 5 =
@@ -136,4 +136,32 @@ fn unreported_rollout_logprobs_get_weight_one_and_no_statistics() {
     assert_eq!(w.stats.tokens, 1);
     assert!((w.weights[0] as f64 - 0.5f64.exp()).abs() < 1e-6);
     assert_eq!(&w.weights[1..], [1.0, 1.0]);
+}
+
+/// Shared-prompt micro-batches: whole prompt groups in order of first appearance, split where
+/// a limit is reached. Rows 0..6 have prompts A, B, A, C, B, A (A = 3 tokens, B = 2, C = 4) and
+/// responses of 2, 3, 1, 4, 2, 2 tokens, so a row computes prompt − 1 = 2, 1, 2, 3, 1, 2 prefix
+/// tokens (once per group) and response + 1 = 3, 4, 2, 5, 3, 3 suffix tokens. With a budget of
+/// 14 computed tokens: A's three rows cost 1 · 2 + 3 · 3 = 11; adding B's first row would cost
+/// 2 · 2 + 4 · 4 = 20 > 14, so B starts a micro-batch (1 · 1 + 2 · 4 = 9 for both rows); C
+/// would make it 2 · 3 + 3 · 5 = 21, so C is alone.
+#[test]
+fn shared_prompt_micro_batches_keep_groups_together() {
+    let (a, b, c): (&[u32], &[u32], &[u32]) = (&[1, 2, 3], &[4, 5], &[6, 7, 8, 9]);
+    let prompts = [a, b, a, c, b, a];
+    let responses = [2, 3, 1, 4, 2, 2];
+    assert_eq!(
+        shared_micro_batch_plan(&prompts, &responses, 64, 14),
+        vec![vec![0, 2, 5], vec![1, 4], vec![3]]
+    );
+    // By count only: 4 rows, then the rest.
+    assert_eq!(
+        shared_micro_batch_plan(&prompts, &responses, 4, 0),
+        vec![vec![0, 2, 5, 1], vec![4, 3]]
+    );
+    // A budget below one group's cost splits the group.
+    assert_eq!(
+        shared_micro_batch_plan(&prompts, &responses, 64, 8),
+        vec![vec![0, 2], vec![5], vec![1], vec![4], vec![3]]
+    );
 }

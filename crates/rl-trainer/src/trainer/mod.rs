@@ -428,6 +428,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             self.config.rollout.generation_batch,
             Some(self.allowed_vocab),
         )
+        .sharing_prompts(self.config.model.shared_prompts)
     }
 
     /// Runs episodes in `factory`'s environments instead of the one `[rollout.env]` names,
