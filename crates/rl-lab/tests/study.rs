@@ -129,6 +129,10 @@ fn variant_overrides_reach_the_config() {
     assert_eq!((cfg.steps, cfg.rollout_budget), (7, 0));
     assert_eq!(cfg.probe.steps, vec![1, 5]);
     assert!(run_config(&spec, &demo, "dapo:lambda=3", 0).is_err());
+    // λ alone on REINFORCE++ (DAA a layer there): τ is DAA's default 0.5 (the paper's τ).
+    let rpp = run_config(&spec, &demo, "reinforce_pp:lambda=3", 0).unwrap();
+    let daa = rpp.advantage.daa_config().map(|d| (d.lambda, d.tau));
+    assert_eq!(daa, Some((3.0, 0.5)));
     // Without `:probe` the probe stays off and the config text does not mention it.
     let plain = run_config(&spec, &demo, "dapo", 0).unwrap();
     assert!(plain.probe.is_off() && !plain.to_toml().contains("[probe]"));

@@ -241,13 +241,11 @@ impl Variant {
             message: e.to_string(),
         };
         if self.lambda.is_some() || self.tau.is_some() {
-            let (l0, t0) = match &cfg.advantage {
-                EstimatorConfig::Da3po { lambda, tau, .. } => (*lambda, *tau),
-                _ => (f64::NAN, f64::NAN),
-            };
+            // The one not given keeps the estimator's DAA setting, or DAA's default.
+            let d = cfg.advantage.daa_config().unwrap_or_default();
             cfg.advantage = cfg
                 .advantage
-                .with_daa(self.lambda.unwrap_or(l0), self.tau.unwrap_or(t0))
+                .with_daa(self.lambda.unwrap_or(d.lambda), self.tau.unwrap_or(d.tau))
                 .map_err(|e| config(&e))?;
         }
         if self.lambda_theory {
