@@ -44,10 +44,14 @@ def sh(cmd: list, **kw) -> subprocess.CompletedProcess:
 
 def rlvr_config(job_text: str, *, seed: int, out_dir: Path, model: Path, train: Path,
                 heldout: Path | None = None) -> str:
-    """job.toml with the run's seed, output folder, model and data paths."""
+    """job.toml with the run's seed, output folder, model and data paths (the model path goes
+    into the job's own [model] section when it has one)."""
     head = f'seed = {seed}\nout_dir = "{out_dir}"\n'
     data = f'train = "{train}"\n' + (f'eval = "{heldout}"\n' if heldout else "")
-    return head + job_text.replace("[data]\n", f'[model]\npath = "{model}"\n\n[data]\n{data}', 1)
+    text = job_text.replace("[data]\n", f"[data]\n{data}", 1)
+    if "\n[model]\n" in "\n" + text:
+        return head + text.replace("[model]\n", f'[model]\npath = "{model}"\n', 1)
+    return head + text.replace("[data]\n", f'[model]\npath = "{model}"\n\n[data]\n', 1)
 
 
 def trl_config(job: dict, *, seed: int, steps: int, out_dir: Path, save: bool = True, **overrides):

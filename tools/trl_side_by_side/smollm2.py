@@ -60,7 +60,10 @@ cast_lm_head_to_fp32 off (SmolLM2 has no dropout and is f32), shuffle_dataset = 
 run's seed. TRL skips the old log-probs forward when one optimizer step uses the whole generated
 batch (its log-probs phase is then 0), and so does rlvr (π_old = π_θ, the ratio exactly 1). Not
 matched (no counterpart): rlvr's token-bounded micro-batches (optim.micro_batch_tokens, the same
-gradient up to float order) and the order prompts are drawn in (each side's own seeded shuffle).
+gradient up to float order), rlvr's shared prompts (model.shared_prompts: a group's prompt
+computed once in the prefill and in the update, the same gradient up to float order; TRL
+computes it once per completion) and the order prompts are drawn in (each side's own seeded
+shuffle).
 
 Timing split per optimizer step. rlvr: metrics.jsonl's time_rollout_s (generating + verifying),
 time_logprobs_s (old/reference log-probs), time_train_s (forward, backward, optimizer) and
