@@ -11,8 +11,11 @@ struct Wrapper {
 }
 
 fn docs_example() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/sandbox.md");
-    let text = std::fs::read_to_string(path).unwrap();
+    // The checkout this test runs from (cargo sets CARGO_MANIFEST_DIR when it runs a test); the
+    // compile-time value can name another checkout when a build cache is shared between clones.
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or(env!("CARGO_MANIFEST_DIR").into());
+    let path = std::path::Path::new(&dir).join("../../docs/sandbox.md");
+    let text = std::fs::read_to_string(&path).unwrap();
     let start = text.find("```toml\n").expect("a toml block") + "```toml\n".len();
     let end = start + text[start..].find("```").unwrap();
     text[start..end].to_string()
