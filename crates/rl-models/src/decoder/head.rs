@@ -263,22 +263,7 @@ impl<B: Backend> CausalLm<B> {
         starts: &[usize],
         temperature: f32,
     ) -> Result<Vec<Vec<f32>>, ModelError> {
-        if seqs.len() != starts.len() {
-            return Err(ModelError::InvalidInput(format!(
-                "{} window starts for {} sequences",
-                starts.len(),
-                seqs.len()
-            )));
-        }
-        for (i, (seq, &s)) in seqs.iter().zip(starts).enumerate() {
-            if s >= seq.len() {
-                return Err(ModelError::InvalidInput(format!(
-                    "sequence {i}: start {s} is not below its length {}",
-                    seq.len()
-                )));
-            }
-            self.check_ids(seq)?;
-        }
+        self.check_host_windows(seqs, starts)?;
         let counts: Vec<usize> = seqs
             .iter()
             .zip(starts)
@@ -308,6 +293,32 @@ impl<B: Backend> CausalLm<B> {
             .enumerate()
             .map(|(i, &c)| values[i * width..i * width + c].to_vec())
             .collect())
+    }
+
+    /// Host sequences given with their window starts: one start per sequence, each below its
+    /// sequence's length, and every token id below `vocab_size`.
+    pub(super) fn check_host_windows(
+        &self,
+        seqs: &[Vec<u32>],
+        starts: &[usize],
+    ) -> Result<(), ModelError> {
+        if seqs.len() != starts.len() {
+            return Err(ModelError::InvalidInput(format!(
+                "{} window starts for {} sequences",
+                starts.len(),
+                seqs.len()
+            )));
+        }
+        for (i, (seq, &s)) in seqs.iter().zip(starts).enumerate() {
+            if s >= seq.len() {
+                return Err(ModelError::InvalidInput(format!(
+                    "sequence {i}: start {s} is not below its length {}",
+                    seq.len()
+                )));
+            }
+            self.check_ids(seq)?;
+        }
+        Ok(())
     }
 
     /// Log-probs of `targets[i]` (`[n]`) after the final hidden states `h[i]` (`[n, H]`, before the

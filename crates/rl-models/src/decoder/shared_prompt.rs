@@ -72,40 +72,25 @@ pub(super) struct SharedRows<B: Backend> {
 
 impl<B: Backend> CausalLm<B> {
     /// The hidden states of the window of `width` positions from `starts[r]` of each host
-    /// sequence, each distinct prefix `seq[..starts[r]]` computed once (see the module
-    /// documentation). A window may reach past its sequence's end (into padding), as in
-    /// [`Self::window_batch`].
+    /// sequence, each distinct prefix of `groups` (`PromptGroups::of(seqs, starts)`) computed
+    /// once (see the module documentation). A window may reach past its sequence's end (into
+    /// padding), as in [`Self::window_batch`].
     ///
-    /// Errors ([`ModelError::InvalidInput`]): `starts` and `seqs` differ in length, `width` is 0,
-    /// a start is not below its sequence's length, or a token id is not below `vocab_size`.
+    /// Errors ([`ModelError::InvalidInput`]): `width` is 0, or as
+    /// [`Self::token_logprobs_from_host`] (starts and sequences, token ids).
     pub(super) fn shared_window_rows(
         &self,
         seqs: &[Vec<u32>],
         starts: &[usize],
         width: usize,
+        groups: &PromptGroups,
     ) -> Result<SharedRows<B>, ModelError> {
-        if seqs.len() != starts.len() || seqs.is_empty() {
-            return Err(ModelError::InvalidInput(format!(
-                "{} window starts for {} sequences (at least one needed)",
-                starts.len(),
-                seqs.len()
-            )));
-        }
+        self.check_host_windows(seqs, starts)?;
         if width == 0 {
             return Err(ModelError::InvalidInput(
                 "the log-prob window must be at least 1 position wide".to_string(),
             ));
         }
-        for (i, (seq, &s)) in seqs.iter().zip(starts).enumerate() {
-            if s >= seq.len() {
-                return Err(ModelError::InvalidInput(format!(
-                    "sequence {i}: start {s} is not below its length {}",
-                    seq.len()
-                )));
-            }
-            self.check_ids(seq)?;
-        }
-        let groups = PromptGroups::of(seqs, starts);
         let device = self.device();
         let b = seqs.len();
 

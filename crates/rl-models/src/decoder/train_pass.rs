@@ -139,14 +139,15 @@ impl<B: AutodiffBackend> CausalLm<B> {
         temperature: f32,
         plan: MemoryPlan,
     ) -> Result<WindowPass<B>, ModelError> {
-        let shares = plan.shared_prompts
+        let groups = (plan.shared_prompts
             && seqs.len() == starts.len()
-            && seqs.iter().zip(starts).all(|(q, &s)| s <= q.len())
-            && PromptGroups::of(seqs, starts).shares();
-        if !shares {
+            && seqs.iter().zip(starts).all(|(q, &s)| s <= q.len()))
+        .then(|| PromptGroups::of(seqs, starts))
+        .filter(PromptGroups::shares);
+        let Some(groups) = groups else {
             let (ids, mask) = self.window_batch(seqs, starts, width)?;
             return self.window_pass(ids, Some(&mask), starts, width, entropy, temperature, plan);
-        }
+        };
         check_temperature(temperature)?;
         if plan.checkpointing != Checkpointing::None {
             return Err(ModelError::InvalidInput(
@@ -155,7 +156,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
                     .to_string(),
             ));
         }
-        let rows = self.shared_window_rows(seqs, starts, width)?;
+        let rows = self.shared_window_rows(seqs, starts, width, &groups)?;
         let b = seqs.len();
         let mask = Some(&rows.suffix_mask);
         if plan.logprob_chunk == 0 {
