@@ -97,7 +97,7 @@ fn run(args: Args) -> Result<(), TrainerError> {
         )?;
         dcfg = TrainConfig::from_toml_file(&args.config, &dcfg)?;
         if let Some(d) = &mut dcfg.distill {
-            d.teacher = model_dir.clone();
+            d.teacher = Some(model_dir.clone());
         }
         let distill = train(&data, &warm, dcfg, &format!("distillation, seed {seed}"))?;
         curves.push(curve(&rl));

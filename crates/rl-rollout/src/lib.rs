@@ -13,6 +13,8 @@
 //! * [`RolloutEngine::update_weights`] loads new weights ([`WeightsRef`]: a folder of HF
 //!   safetensors, or an in-process object for an engine in the same process) tagged with the
 //!   trainer's version; the engine answers with the version it now serves.
+//! * [`TokenScorer`]: the log-probs a served model gives tokens it did not generate (a
+//!   distillation teacher behind vLLM or SGLang).
 //! * [`staleness`]: how many weight versions a rollout lags behind the policy being trained.
 //!
 //! ## What the log-probs are
@@ -34,6 +36,7 @@ mod error;
 pub mod http;
 pub mod llama_cpp;
 mod request;
+mod score;
 mod server;
 pub mod sglang;
 pub mod vllm;
@@ -45,6 +48,7 @@ pub use llama_cpp::{LLAMA_SERVER_LAUNCH, LlamaCppEngine};
 pub use request::{
     Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion, is_valid_logprob,
 };
+pub use score::{ScoreRequest, TokenScorer};
 pub use server::{ManagedServer, Reload};
 pub use sglang::SglangEngine;
 pub use vllm::{VLLM_LAUNCH, VllmEngine, VllmOptions};

@@ -5,6 +5,11 @@
 //!   `meta_info.finish_reason = {"type": "stop" | "length" | "abort", …}`;
 //! - `POST /update_weights_from_disk {"model_path", "weight_version"}` (the trainer's folder of
 //!   HF safetensors on a file system the server can read) → `{"success", "message"}`;
+//! - scoring given tokens ([`crate::TokenScorer`], a distillation teacher): the same route with
+//!   prompt + response as `input_ids`, `max_new_tokens = 1`, `return_logprob: true` and
+//!   `logprob_start_len` = the prompt's length − 1; `meta_info.input_token_logprobs` then lists
+//!   `[logprob, id, text?]` for the ids from that position on, the first entry's log-prob
+//!   `null` (SGLang pads the first one), so entry k + 1 is response token k;
 //! - `GET /health`.
 //!
 //! Log-probs: SGLang reports them after temperature scaling unless the server runs with
@@ -19,9 +24,10 @@
 use serde_json::{Value, json};
 
 use crate::http::{HttpClient, RetryPolicy};
+use crate::score::{ScoredEntry, response_scores};
 use crate::{
-    Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, WeightVersion,
-    WeightsKind, WeightsRef, check_completions,
+    Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, ScoreRequest,
+    TokenScorer, WeightVersion, WeightsKind, WeightsRef, check_completions,
 };
 
 /// An SGLang server client.
@@ -110,6 +116,86 @@ impl SglangEngine {
             finish,
             version: self.version,
         })
+    }
+}
+
+impl TokenScorer for SglangEngine {
+    fn score(&self, requests: &[ScoreRequest]) -> Result<Vec<Vec<f32>>, EngineError> {
+        let name = RolloutEngine::name(self);
+        for (i, r) in requests.iter().enumerate() {
+            r.validate(&name, i, self.vocab_size)?;
+        }
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let starts: Vec<usize> = requests.iter().map(|r| r.prompt_ids.len() - 1).collect();
+        let body = json!({
+            "input_ids": requests.iter().map(ScoreRequest::sequence).collect::<Vec<_>>(),
+            "sampling_params": vec![json!({"max_new_tokens": 1, "temperature": 1.0}); requests.len()],
+            "return_logprob": true,
+            "logprob_start_len": starts,
+            "stream": false,
+        });
+        let reply = self.client.post("/generate", &body)?;
+        let items = reply.as_array().ok_or_else(|| EngineError::Malformed {
+            engine: name.clone(),
+            request: 0,
+            message: "a batched /generate must answer with a list".into(),
+        })?;
+        if items.len() != requests.len() {
+            return Err(EngineError::Malformed {
+                engine: name.clone(),
+                request: 0,
+                message: format!("{} outputs for {} sequences", items.len(), requests.len()),
+            });
+        }
+        let vocab = self.vocab_size;
+        requests
+            .iter()
+            .zip(items)
+            .zip(starts)
+            .enumerate()
+            .map(|(i, ((r, v), start))| {
+                let entries = v["meta_info"]["input_token_logprobs"]
+                    .as_array()
+                    .ok_or_else(|| EngineError::Malformed {
+                        engine: name.clone(),
+                        request: i,
+                        message: "no `meta_info.input_token_logprobs` (was logprob_start_len \
+                                  honoured?)"
+                            .into(),
+                    })?;
+                let expected = r.prompt_ids.len() + r.response_ids.len() - start;
+                if entries.len() != expected {
+                    return Err(EngineError::Malformed {
+                        engine: name.clone(),
+                        request: i,
+                        message: format!(
+                            "{} input log-probs from position {start}, expected {expected}",
+                            entries.len()
+                        ),
+                    });
+                }
+                let sequence = r.sequence();
+                let entry = |position: usize| -> ScoredEntry {
+                    let e = &entries[position - start];
+                    let (Some(lp), Some(id)) = (e[0].as_f64(), e[1].as_u64()) else {
+                        return Err(format!(
+                            "input_token_logprobs entry is not [logprob, id, …]: {e}"
+                        ));
+                    };
+                    // SGLang reports ids >= its vocabulary size - 1 as 0.
+                    let sent = sequence[position];
+                    let id = if id == 0 && sent as usize + 1 >= vocab {
+                        sent
+                    } else {
+                        id as u32
+                    };
+                    Ok((id, lp))
+                };
+                response_scores(&name, i, r, entry)
+            })
+            .collect()
     }
 }
 

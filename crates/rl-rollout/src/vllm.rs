@@ -5,6 +5,11 @@
 //!   `length` or `abort`). One request per sample, at most `concurrency` in flight: vLLM batches
 //!   concurrent requests itself, and one request per sample gives every sample its own seed
 //!   (a list of identical prompts in one request would share the request's seed).
+//! - scoring given tokens ([`crate::TokenScorer`], a distillation teacher): the same route with
+//!   prompt + response as the `prompt`, `max_tokens = 1` and `prompt_logprobs = 1`; the reply's
+//!   `choices[0].prompt_logprobs[p]` maps the id at position p (and the top-1 id) to its
+//!   `{logprob, rank, decoded_token}`, with `null` at position 0, and `prompt_token_ids` (vLLM
+//!   ≥ 0.10.2) echoes the ids read. Prompt log-probs are of the raw logits (T = 1);
 //! - `GET /v1/models` for the served model's name (the `model` field every request needs);
 //! - `GET /health`.
 //!
@@ -30,10 +35,11 @@
 use serde_json::{Value, json};
 
 use crate::http::{HttpClient, RetryPolicy};
+use crate::score::{ScoredEntry, response_scores};
 use crate::server::{Reload, reload_directory};
 use crate::{
-    Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, WeightVersion,
-    WeightsKind, WeightsRef, check_completions,
+    Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, ScoreRequest,
+    TokenScorer, WeightVersion, WeightsKind, WeightsRef, check_completions,
 };
 
 /// How [`crate::ManagedServer`] starts vLLM on a model: `vllm serve MODEL …`.
@@ -242,6 +248,99 @@ impl VllmEngine {
             finish,
             version: self.version,
         })
+    }
+}
+
+impl VllmEngine {
+    fn score_body(&self, sequence: &[u32]) -> Value {
+        json!({
+            "model": self.model,
+            "prompt": sequence,
+            "max_tokens": 1,
+            "temperature": 1.0,
+            "prompt_logprobs": 1,
+            "return_token_ids": true,
+            "skip_special_tokens": false,
+            "stream": false,
+        })
+    }
+
+    /// The response log-probs of request `index` from its `/v1/completions` reply.
+    fn parse_scores(
+        &self,
+        index: usize,
+        request: &ScoreRequest,
+        sequence: &[u32],
+        v: &Value,
+    ) -> Result<Vec<f32>, EngineError> {
+        let bad = |message: String| EngineError::Malformed {
+            engine: RolloutEngine::name(self),
+            request: index,
+            message,
+        };
+        let choice = &v["choices"][0];
+        let entries = choice["prompt_logprobs"].as_array().ok_or_else(|| {
+            bad("no `choices[0].prompt_logprobs` (was prompt_logprobs honoured?)".into())
+        })?;
+        if entries.len() != sequence.len() {
+            return Err(bad(format!(
+                "{} prompt log-probs for {} ids sent",
+                entries.len(),
+                sequence.len()
+            )));
+        }
+        if let Some(read) = choice["prompt_token_ids"].as_array() {
+            let same = read.len() == sequence.len()
+                && read
+                    .iter()
+                    .zip(sequence)
+                    .all(|(a, &b)| a.as_u64() == Some(b as u64));
+            if !same {
+                return Err(bad(
+                    "`prompt_token_ids` differ from the ids sent: the server read another \
+                     sequence"
+                        .into(),
+                ));
+            }
+        }
+        let entry = |position: usize| -> ScoredEntry {
+            let id = sequence[position];
+            let scored = entries[position]
+                .as_object()
+                .ok_or_else(|| format!("prompt_logprobs entry is {}", entries[position]))?;
+            let lp = scored
+                .get(&id.to_string())
+                .ok_or_else(|| {
+                    let keys: Vec<&String> = scored.keys().collect();
+                    format!("no log-prob for the id sent, {id} (the entry scores {keys:?})")
+                })?
+                .get("logprob")
+                .and_then(Value::as_f64)
+                .ok_or_else(|| format!("the entry of id {id} has no numeric `logprob`"))?;
+            Ok((id, lp))
+        };
+        response_scores(&RolloutEngine::name(self), index, request, entry)
+    }
+}
+
+impl TokenScorer for VllmEngine {
+    fn score(&self, requests: &[ScoreRequest]) -> Result<Vec<Vec<f32>>, EngineError> {
+        let name = RolloutEngine::name(self);
+        for (i, r) in requests.iter().enumerate() {
+            r.validate(&name, i, self.vocab_size)?;
+        }
+        let sequences: Vec<Vec<u32>> = requests.iter().map(ScoreRequest::sequence).collect();
+        let bodies: Vec<Value> = sequences.iter().map(|s| self.score_body(s)).collect();
+        let replies = self
+            .client
+            .post_many("/v1/completions", &bodies, self.concurrency);
+        requests
+            .iter()
+            .zip(&sequences)
+            .zip(replies)
+            .enumerate()
+            .map(|(i, ((r, seq), reply))| self.parse_scores(i, r, seq, &reply?))
+            .collect()
     }
 }
 

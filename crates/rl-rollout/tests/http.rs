@@ -7,128 +7,18 @@
 //! `/v1/completions` and `/v1/models` formats (constructed from the engines' protocol definitions
 //! and the response shapes RL frameworks parse, not recorded from live servers, which need a GPU).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use common::{Reply, leak, policy, serve};
 use rl_rollout::{
-    EngineError, FinishReason, GenerateRequest, HttpClient, RetryPolicy, RolloutEngine,
-    SamplingParams, SglangEngine, VllmEngine, VllmOptions, WeightsRef,
+    EngineError, FinishReason, GenerateRequest, HttpClient, RolloutEngine, SamplingParams,
+    SglangEngine, VllmEngine, VllmOptions, WeightsRef,
 };
 use serde_json::json;
-
-/// What the server does with the n-th connection.
-#[derive(Clone, Debug)]
-enum Reply {
-    Status(u16, &'static str),
-    /// Closes the connection without answering.
-    Drop,
-    /// Waits this long, then answers 200 `{}`.
-    Stall(Duration),
-}
-
-struct Server {
-    url: String,
-    seen: Arc<Mutex<Vec<String>>>,
-    bodies: Arc<Mutex<Vec<String>>>,
-    handle: Option<JoinHandle<()>>,
-}
-
-/// The request line and the body.
-fn read_request(s: &mut TcpStream) -> (String, String) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    loop {
-        let n = s.read(&mut chunk).unwrap_or(0);
-        if n == 0 {
-            break;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&buf);
-        if let Some(end) = text.find("\r\n\r\n") {
-            let len = text[..end]
-                .lines()
-                .find_map(|l| {
-                    l.to_ascii_lowercase()
-                        .strip_prefix("content-length:")
-                        .map(|v| v.trim().parse::<usize>().unwrap_or(0))
-                })
-                .unwrap_or(0);
-            if buf.len() >= end + 4 + len {
-                break;
-            }
-        }
-    }
-    let text = String::from_utf8_lossy(&buf).to_string();
-    let line = text.lines().next().unwrap_or("").to_string();
-    let body = text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (line, body)
-}
-
-/// Serves `script` (one reply per connection, in order), then stops.
-fn serve(script: Vec<Reply>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    let bodies_seen = Arc::new(Mutex::new(Vec::new()));
-    let bodies = bodies_seen.clone();
-    let handle = std::thread::spawn(move || {
-        for reply in script {
-            let Ok((mut s, _)) = listener.accept() else {
-                return;
-            };
-            let (line, body) = read_request(&mut s);
-            log.lock().unwrap().push(line);
-            bodies.lock().unwrap().push(body);
-            let answer = |s: &mut TcpStream, code: u16, body: &str| {
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            };
-            match reply {
-                Reply::Status(code, body) => answer(&mut s, code, body),
-                Reply::Drop => drop(s),
-                Reply::Stall(d) => {
-                    std::thread::sleep(d);
-                    answer(&mut s, 200, "{}");
-                }
-            }
-        }
-    });
-    Server {
-        url,
-        seen,
-        bodies: bodies_seen,
-        handle: Some(handle),
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // Unblock a pending accept, then join.
-        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-fn policy(retries: usize, timeout_s: f64) -> RetryPolicy {
-    RetryPolicy {
-        timeout_s,
-        max_retries: retries,
-        backoff_s: 0.01,
-    }
-}
 
 #[test]
 fn server_errors_and_dropped_connections_are_retried() {
@@ -393,10 +283,6 @@ fn vllm_reply(ids: &[u32], lps: &[f32], finish: &str) -> String {
         "usage": {"prompt_tokens": 3, "completion_tokens": ids.len(), "total_tokens": 3 + ids.len()},
     })
     .to_string()
-}
-
-fn leak(s: String) -> &'static str {
-    Box::leak(s.into_boxed_str())
 }
 
 /// Two requests (n = 2 and n = 1) go out as three `/v1/completions`, one per sample, with the

@@ -20,11 +20,13 @@ use rl_sampler::{
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
+mod distill;
 mod load;
 mod merge;
 mod presets;
 mod validate;
 
+pub use distill::{DISTILL_FORMS, DistillForm, DistillSection, TeacherServer};
 pub use merge::merge_toml;
 
 /// Registered algorithm presets.
@@ -400,15 +402,15 @@ impl EngineConfig {
 fn default_startup() -> f64 {
     900.0
 }
-fn default_concurrency() -> usize {
+pub(super) fn default_concurrency() -> usize {
     4
 }
 // The request timeout and retries default to rl-rollout's `RetryPolicy::default()`, the one
 // place they are written.
-fn default_timeout() -> f64 {
+pub(super) fn default_timeout() -> f64 {
     RetryPolicy::default().timeout_s
 }
-fn default_retries() -> usize {
+pub(super) fn default_retries() -> usize {
     RetryPolicy::default().max_retries
 }
 
@@ -524,54 +526,6 @@ impl ProbeSection {
     pub fn is_off(&self) -> bool {
         self.steps.is_empty()
     }
-}
-
-/// How the teacher's signal enters the loss (`distill.form`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DistillForm {
-    /// The sampled-token reverse-KL estimate as a per-token advantage
-    /// ([`rl_advantage::distill::DistillSignal`]).
-    #[default]
-    Sampled,
-    /// GKD's generalized JSD over the full vocabulary, added to the loss
-    /// ([`rl_loss::generalized_jsd`]).
-    Full,
-}
-
-/// Registered `distill.form` names.
-pub const DISTILL_FORMS: [&str; 2] = ["sampled", "full"];
-
-/// On-policy distillation (docs/algorithms/distill.md): a frozen teacher scores the student's
-/// own responses. Off unless the section is present.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DistillSection {
-    /// The teacher: an HF folder or a GGUF file with the policy's tokenizer.
-    pub teacher: PathBuf,
-    /// `sampled` (default) or `full`.
-    #[serde(default)]
-    pub form: DistillForm,
-    /// Weight c of the teacher's signal (> 0).
-    #[serde(default = "one")]
-    pub coef: f64,
-    /// Weight w of the verifier's outcome advantage (≥ 0; 0: distillation only).
-    #[serde(default)]
-    pub reward_weight: f64,
-    /// `full` only: β of the generalized JSD (1: reverse KL, 0: forward KL).
-    #[serde(default = "one")]
-    pub beta: f64,
-    /// `full` only: vocabulary columns per chunk of the divergence.
-    #[serde(default = "default_vocab_chunk")]
-    pub vocab_chunk: usize,
-}
-
-fn one() -> f64 {
-    1.0
-}
-
-fn default_vocab_chunk() -> usize {
-    8192
 }
 
 /// Everything a training run needs.

@@ -4,10 +4,10 @@
 use rl_loss::PolicyLoss;
 use rl_models::Checkpointing;
 
-use super::{DistillForm, DistillSection, EngineConfig, PromptTemplate, TrainConfig};
+use super::{EngineConfig, PromptTemplate, TrainConfig};
 use crate::TrainerError;
 
-fn config_error(field: &str, e: impl std::fmt::Display) -> TrainerError {
+pub(super) fn config_error(field: &str, e: impl std::fmt::Display) -> TrainerError {
     TrainerError::Config {
         field: field.into(),
         message: e.to_string(),
@@ -219,45 +219,6 @@ impl TrainConfig {
             }
         }
         Ok(())
-    }
-
-    /// `[distill]`: the weights (through [`Self::distill_signal`]), the full form's β and chunk.
-    fn validate_distill(&self, d: &DistillSection) -> Result<(), TrainerError> {
-        if d.teacher.as_os_str().is_empty() {
-            return Err(config_error(
-                "distill.teacher",
-                "empty: an HF folder or a GGUF file with the policy's tokenizer",
-            ));
-        }
-        self.distill_signal()?;
-        if d.form == DistillForm::Full {
-            if !(0.0..=1.0).contains(&d.beta) {
-                return Err(config_error(
-                    "distill.beta",
-                    format!(
-                        "{} (a number in [0, 1]; 1: reverse KL, 0: forward KL)",
-                        d.beta
-                    ),
-                ));
-            }
-            if d.vocab_chunk == 0 {
-                return Err(config_error("distill.vocab_chunk", "0 (must be >= 1)"));
-            }
-        }
-        Ok(())
-    }
-
-    /// The weights of the distillation signal of `[distill]` (`None` without the section).
-    pub fn distill_signal(
-        &self,
-    ) -> Result<Option<rl_advantage::distill::DistillSignal>, TrainerError> {
-        self.distill
-            .as_ref()
-            .map(|d| {
-                rl_advantage::distill::DistillSignal::new(d.coef, d.reward_weight)
-                    .map_err(|e| config_error("distill", e))
-            })
-            .transpose()
     }
 
     /// `[rollout.env]` and what multi-turn episodes do not support yet.

@@ -12,11 +12,12 @@ use std::path::Path;
 use burn::tensor::backend::AutodiffBackend;
 use rl_advantage::distill::reverse_kl_sum;
 use rl_models::Tokenizer;
+use rl_rollout::{ScoreRequest, SglangEngine, TokenScorer, VllmEngine, VllmOptions};
 use rl_sampler::RolloutGroup;
 
 use super::{Behaviour, Trainer};
 use crate::TrainerError;
-use crate::config::{DistillForm, TrainConfig};
+use crate::config::{DistillForm, TeacherServer, TrainConfig};
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
 
@@ -31,22 +32,84 @@ pub struct TokenAdvantages {
     pub reverse_kl: Option<(f64, usize)>,
 }
 
-/// The teacher of `config.distill`, frozen (no parameter tracks a gradient), computing in the policy's dtype: loaded from
-/// `distill.teacher` (HF folder or GGUF file) and checked to share the policy's tokenizer.
+/// The teacher of `[distill]`: a frozen model in this process, or a server that scores the
+/// student's tokens.
+pub(crate) enum Teacher<P> {
+    /// Loaded from `distill.teacher`; no parameter tracks a gradient.
+    Model(P),
+    /// `[distill.server]` (the `sampled` form only).
+    Server(Box<dyn TokenScorer>),
+}
+
+impl<P> Teacher<P> {
+    /// The in-process model (`None` for a server).
+    pub(crate) fn model(&self) -> Option<&P> {
+        match self {
+            Teacher::Model(p) => Some(p),
+            Teacher::Server(_) => None,
+        }
+    }
+}
+
+/// The teacher of `config.distill`: loaded from `distill.teacher` (HF folder or GGUF file),
+/// frozen, computing in the policy's dtype and checked to share the policy's tokenizer; or a
+/// client of `[distill.server]` (SGLang's `/health` and, without `model`, vLLM's `/v1/models`
+/// are asked at once).
 pub(super) fn load_teacher<B: AutodiffBackend, P: Policy<B>>(
     config: &TrainConfig,
     tokenizer: &Tokenizer,
     policy_vocab: usize,
     device: &B::Device,
-) -> Result<Option<P>, TrainerError> {
+) -> Result<Option<Teacher<P>>, TrainerError> {
     let Some(d) = &config.distill else {
         return Ok(None);
     };
-    let teacher = P::load(&d.teacher, device)?
+    if let Some(server) = &d.server {
+        return teacher_server(server, policy_vocab).map(|s| Some(Teacher::Server(s)));
+    }
+    let path = d.teacher.as_deref().ok_or_else(|| TrainerError::Config {
+        field: "distill.teacher".into(),
+        message: "missing (and no [distill.server])".into(),
+    })?;
+    let teacher = P::load(path, device)?
         .with_compute_dtype(config.model.dtype)?
         .no_grad();
-    check_tokenizer(&d.teacher, tokenizer, teacher.vocab_size(), policy_vocab)?;
-    Ok(Some(teacher))
+    check_tokenizer(path, tokenizer, teacher.vocab_size(), policy_vocab)?;
+    Ok(Some(Teacher::Model(teacher)))
+}
+
+/// A client of the teacher's server, scoring ids below `vocab`.
+fn teacher_server(
+    server: &TeacherServer,
+    vocab: usize,
+) -> Result<Box<dyn TokenScorer>, TrainerError> {
+    Ok(match server {
+        TeacherServer::Vllm {
+            url,
+            model,
+            concurrency,
+            ..
+        } => {
+            let options = VllmOptions {
+                model: model.clone(),
+                concurrency: *concurrency,
+                processed_logprobs: false,
+            };
+            Box::new(VllmEngine::new(
+                url,
+                server.retry(),
+                0,
+                vocab,
+                options,
+                None,
+            )?)
+        }
+        TeacherServer::Sglang { url, .. } => {
+            let engine = SglangEngine::new(url, server.retry(), 0, vocab)?;
+            engine.health()?;
+            Box::new(engine)
+        }
+    })
 }
 
 /// A teacher must score the student's token ids: the same vocabulary size and, where the
@@ -105,7 +168,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     }
 
     /// The teacher's log-probs of every response token of `items` (the `sampled` form; `None`
-    /// otherwise), in the behaviour phase's micro-batches and temperature.
+    /// otherwise): a model's in the behaviour phase's micro-batches and temperature, a
+    /// server's at T = 1 (the only temperature validation lets through with a server).
     pub(super) fn teacher_logprobs(
         &self,
         items: &[&ScoredResponse],
@@ -113,14 +177,25 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         if !self.distills_sampled() {
             return Ok(None);
         }
-        let teacher = self.teacher.as_ref().expect("distills_sampled checks it");
-        super::logprobs::response_logprobs(
-            teacher,
-            items,
-            self.micro_batching(),
-            self.logprob_temperature(),
-        )
-        .map(Some)
+        match self.teacher.as_ref().expect("distills_sampled checks it") {
+            Teacher::Model(teacher) => super::logprobs::response_logprobs(
+                teacher,
+                items,
+                self.micro_batching(),
+                self.logprob_temperature(),
+            )
+            .map(Some),
+            Teacher::Server(server) => {
+                let requests: Vec<ScoreRequest> = items
+                    .iter()
+                    .map(|r| ScoreRequest {
+                        prompt_ids: r.prompt_ids.to_vec(),
+                        response_ids: r.response.clone(),
+                    })
+                    .collect();
+                Ok(Some(server.score(&requests)?))
+            }
+        }
     }
 
     /// Distillation phase: with `[distill]`, one advantage per response token from the

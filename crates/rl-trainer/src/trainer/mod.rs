@@ -157,7 +157,7 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     config: TrainConfig,
     policy: Option<P>,
     reference: Option<P>,
-    teacher: Option<P>,
+    teacher: Option<distill::Teacher<P>>,
     optim: AdamWOptimizer<B, P>,
     prompts: Prompts,
     verifier: Box<dyn Verifier>,

@@ -145,7 +145,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 &seqs,
                 &self.device,
                 &self.parallel,
-                full_distill(&self.config, self.teacher.as_ref()),
+                full_distill(
+                    &self.config,
+                    self.teacher
+                        .as_ref()
+                        .and_then(super::distill::Teacher::model),
+                ),
             )?;
             if let Some((sum, n)) = out.divergence {
                 let d = stats.divergence.get_or_insert((0.0, 0));
