@@ -11,7 +11,8 @@ on seeded inputs, in float64, and writes
 REINFORCE++ inputs are outcome rewards as verl's reward managers write them (the sequence's score
 on its last response token, zeros elsewhere), response masks (optionally with holes: the
 observation tokens of a multi-turn episode), group ids (`index`, verl's uid), with AlgoConfig's
-default gamma = 1.0. Batches: several sizes, uneven and interleaved groups, shaped rewards, a
+default gamma = 1.0, and for five cases also gamma < 1 (`reinforce_plus_plus_discounted`: the
+advantage of every valid token, since discounted returns differ token by token). Batches: several sizes, uneven and interleaved groups, shaped rewards, a
 batch whose rewards are all equal. The script checks that verl's advantage is the same on every
 valid token of a response (true for outcome rewards with gamma = 1) and stores one value per
 response.
@@ -73,7 +74,8 @@ def make_mask(rng, length, t_max, holes):
     return row, valid
 
 
-def reinforce_case(name, rng, group_sizes, reward_kind, max_len, interleave=False, holes=False, lengths=None):
+def reinforce_case(name, rng, group_sizes, reward_kind, max_len, interleave=False, holes=False, lengths=None,
+                   gammas=()):
     ids = []
     for g, size in enumerate(group_sizes):
         ids.extend([g] * size)
@@ -137,7 +139,17 @@ def reinforce_case(name, rng, group_sizes, reward_kind, max_len, interleave=Fals
             out.append(r(vals[0]))
         return out
 
-    return {
+    def per_token(gamma):
+        adv, _ = core_algos.compute_reinforce_plus_plus_outcome_advantage(
+            token_level_rewards=tlr.clone(), response_mask=mask, config=AlgoConfig(gamma=gamma)
+        )
+        out = []
+        for i in range(n):
+            assert torch.all(adv[i][mask[i] == 0] == 0)
+            out.append([r(x) for x in adv[i][mask[i] == 1]])
+        return {"gamma": gamma, "advantages": out}
+
+    case = {
         "name": name,
         "group": ids,
         "reward": [r(x) for x in rewards],
@@ -146,24 +158,28 @@ def reinforce_case(name, rng, group_sizes, reward_kind, max_len, interleave=Fals
         "reinforce_plus_plus": per_response(adv_pp),
         "reinforce_plus_plus_baseline": per_response(adv_base),
     }
+    if gammas:
+        case["reinforce_plus_plus_discounted"] = [per_token(g) for g in gammas]
+    return case
 
 
 def reinforce_fixtures():
     rng = np.random.default_rng(20261204)
     cases = [
-        reinforce_case("g8x4_pm1", rng, [8] * 4, "pm1", 40),
+        reinforce_case("g8x4_pm1", rng, [8] * 4, "pm1", 40, gammas=(0.99,)),
         reinforce_case("uneven_interleaved_binary", rng, [2, 3, 5, 8, 4, 6], "binary", 24, interleave=True),
         reinforce_case("g16x6_normal", rng, [16] * 6, "normal", 64),
-        reinforce_case("uneven_shaped", rng, [3, 7, 2, 5], "shaped", 30, interleave=True),
-        reinforce_case("multi_turn_holes", rng, [4, 4, 4], "pm1", 20, holes=True),
+        reinforce_case("uneven_shaped", rng, [3, 7, 2, 5], "shaped", 30, interleave=True, gammas=(0.9,)),
+        reinforce_case("multi_turn_holes", rng, [4, 4, 4], "pm1", 20, holes=True, gammas=(0.9, 0.5)),
         reinforce_case("one_group", rng, [6], "shaped", 12),
-        reinforce_case("one_token_each", rng, [4, 5, 3], "normal", 1, lengths=[1] * 12),
-        reinforce_case("all_equal_rewards", rng, [4, 4], "constant", 10),
+        reinforce_case("one_token_each", rng, [4, 5, 3], "normal", 1, lengths=[1] * 12, gammas=(0.5,)),
+        reinforce_case("all_equal_rewards", rng, [4, 4], "constant", 10, gammas=(0.9,)),
     ]
     return {
         "source": f"verl {verl.__version__} verl/trainer/ppo/core_algos.py: "
         "compute_reinforce_plus_plus_outcome_advantage, "
-        "compute_reinforce_plus_plus_baseline_outcome_advantage (AlgoConfig() defaults, gamma = 1.0), float64",
+        "compute_reinforce_plus_plus_baseline_outcome_advantage (AlgoConfig() defaults, gamma = 1.0; "
+        "reinforce_plus_plus_discounted: AlgoConfig(gamma=g), the advantage of every valid token), float64",
         "command": "$HOME/.cache/rlvr-trl/venv/bin/python tools/verl/gen_verl_fixtures.py",
         "cases": cases,
     }

@@ -82,6 +82,21 @@ pub fn compute_batch_with_tokens(
     )
 }
 
+/// Advantages that differ token by token, for an estimator that has them (REINFORCE++ with a
+/// discount γ < 1; [`AdvantageEstimator::token_advantages`]): one vector of `tokens[i]` values
+/// per sample, its loss tokens in order, with the estimator's modifiers applied. `None` for
+/// every other estimator: each token takes its sample's advantage of
+/// [`compute_batch_with_tokens`].
+pub fn compute_token_advantages(
+    estimator: &Estimator,
+    samples: &[Sample],
+    tokens: &[usize],
+) -> Result<Option<Vec<Vec<f64>>>, AdvantageError> {
+    estimator
+        .token_advantages(&GroupedBatch::new(samples, Some(tokens))?)
+        .transpose()
+}
+
 fn compute(
     estimator: &Estimator,
     batch: GroupedBatch<'_>,

@@ -78,6 +78,18 @@ pub trait AdvantageEstimator: Send + Sync + fmt::Debug {
     fn batch_level(&self) -> bool {
         false
     }
+
+    /// Advantages that differ token by token: one vector per sample with
+    /// [`GroupedBatch::tokens`] values (its loss tokens, in order). `None` (the default, every
+    /// estimator but discounted REINFORCE++): each token takes its sample's advantage from
+    /// [`AdvantageEstimator::batch_advantages`].
+    fn token_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+    ) -> Option<Result<Vec<Vec<f64>>, AdvantageError>> {
+        let _ = batch;
+        None
+    }
 }
 
 pub(crate) fn mean(xs: &[f64]) -> f64 {

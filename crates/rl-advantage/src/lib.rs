@@ -77,7 +77,10 @@ mod sample;
 pub mod theory;
 mod weight;
 
-pub use batch::{BatchAdvantages, BatchStats, Whitening, compute_batch, compute_batch_with_tokens};
+pub use batch::{
+    BatchAdvantages, BatchStats, Whitening, compute_batch, compute_batch_with_tokens,
+    compute_token_advantages,
+};
 pub use daa::{
     Daa, DaaConfig, DaaOutcome, LambdaRule, NEGATIVE_ADVANTAGE_NAMES, NegativeAdvantage,
 };

@@ -8,12 +8,16 @@
 //! groups. Each response's advantage is the same on all its valid tokens (the script checks it);
 //! the fixture stores that value and the number of valid tokens.
 //!
+//! For five batches it also holds verl's `compute_reinforce_plus_plus_outcome_advantage` with
+//! `AlgoConfig(gamma=γ)`, γ ∈ {0.99, 0.9, 0.5}, token by token (discounted returns differ along
+//! a response; with observation holes they neither count nor discount).
+//!
 //! Tolerance: |rlvr − verl| ≤ 1e-9·max(1, |verl|). Both sides compute in float64; the fixture
 //! keeps 15 significant digits, and the sums run in a different order.
 
 use rl_advantage::{
     AdvantageError, Daa, DaaConfig, ESTIMATOR_NAMES, EstimatorConfig, GroupId, PromptWeight,
-    Sample, StdMode, compute_batch, compute_batch_with_tokens,
+    Sample, StdMode, compute_batch, compute_batch_with_tokens, compute_token_advantages,
 };
 use serde::Deserialize;
 
@@ -32,6 +36,15 @@ struct Case {
     tokens: Vec<usize>,
     reinforce_plus_plus: Vec<f64>,
     reinforce_plus_plus_baseline: Vec<f64>,
+    /// verl with γ < 1: the advantage of every valid token, per response.
+    #[serde(default)]
+    reinforce_plus_plus_discounted: Vec<Discounted>,
+}
+
+#[derive(Deserialize)]
+struct Discounted {
+    gamma: f64,
+    advantages: Vec<Vec<f64>>,
 }
 
 impl Case {
@@ -95,6 +108,113 @@ fn both_estimators_match_verl_token_weighted() {
                 g.dedup();
                 g.len()
             });
+        }
+    }
+}
+
+fn discounted(gamma: f64, daa: bool) -> rl_advantage::Estimator {
+    let mut cfg: EstimatorConfig =
+        serde_json::from_value(serde_json::json!({"name": "reinforce_plus_plus", "gamma": gamma}))
+            .unwrap();
+    if daa {
+        cfg = cfg.with_daa(2.0, 0.5).unwrap();
+    }
+    cfg.build(2).unwrap()
+}
+
+/// γ < 1: every token's advantage equals verl's (`AlgoConfig(gamma=γ)`), observation holes
+/// included; a response's advantage in the batch output is the mean of its tokens'.
+#[test]
+fn discounted_reinforce_pp_matches_verl_token_by_token() {
+    let f = fixture();
+    let mut checked = 0;
+    for case in &f.cases {
+        for d in &case.reinforce_plus_plus_discounted {
+            let est = discounted(d.gamma, false);
+            let per = compute_token_advantages(&est, &case.samples(), &case.tokens)
+                .unwrap()
+                .expect("γ < 1 gives token advantages");
+            assert_eq!(per.len(), d.advantages.len());
+            for (i, (got, want)) in per.iter().zip(&d.advantages).enumerate() {
+                assert_eq!(got.len(), case.tokens[i], "{} response {i}", case.name);
+                assert_close(
+                    got,
+                    want,
+                    &format!("{} γ {} response {i}", case.name, d.gamma),
+                );
+                checked += got.len();
+            }
+            let out = compute_batch_with_tokens(&est, &case.samples(), &case.tokens, None).unwrap();
+            for (a, t) in out.advantages.iter().zip(&per) {
+                let mean = t.iter().sum::<f64>() / t.len() as f64;
+                assert!((a - mean).abs() <= 1e-12, "{a} vs {mean}");
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked} token values checked");
+    // γ = 1 and the baseline variant have no token advantages (every token takes its
+    // response's); the baseline variant has no γ (verl's has none).
+    let case = &f.cases[0];
+    for est in [
+        discounted(1.0, false),
+        EstimatorConfig::from_name("reinforce_plus_plus_baseline")
+            .unwrap()
+            .build(2)
+            .unwrap(),
+    ] {
+        let t = compute_token_advantages(&est, &case.samples(), &case.tokens).unwrap();
+        assert!(t.is_none());
+    }
+    let e = serde_json::from_value::<EstimatorConfig>(
+        serde_json::json!({"name": "reinforce_plus_plus_baseline", "gamma": 0.9}),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("gamma"), "{e}");
+    for bad in [0.0, -0.5, 1.5] {
+        let cfg: EstimatorConfig = serde_json::from_value(
+            serde_json::json!({"name": "reinforce_plus_plus", "gamma": bad}),
+        )
+        .unwrap();
+        let e = cfg.build(2).unwrap_err().to_string();
+        assert!(e.contains("gamma") && e.contains("(0, 1]"), "{e}");
+    }
+}
+
+/// DAA on discounted advantages decides token by token: with `keep`, a token of a correct
+/// response in a group with p̂ < τ is multiplied by λ when its own advantage is positive.
+/// Expected: verl's token values with that rule applied by hand.
+#[test]
+fn daa_on_discounted_advantages_goes_token_by_token() {
+    let f = fixture();
+    let daa = Daa::default();
+    for case in &f.cases {
+        for d in &case.reinforce_plus_plus_discounted {
+            let per =
+                compute_token_advantages(&discounted(d.gamma, true), &case.samples(), &case.tokens)
+                    .unwrap()
+                    .unwrap();
+            for (i, (got, want)) in per.iter().zip(&d.advantages).enumerate() {
+                let group: Vec<bool> = (0..case.group.len())
+                    .filter(|&j| case.group[j] == case.group[i])
+                    .map(|j| case.correct[j])
+                    .collect();
+                let p = Daa::pass_rate(&group);
+                let want: Vec<f64> = want
+                    .iter()
+                    .map(|&v| {
+                        if case.correct[i] && p < 0.5 && v > 0.0 {
+                            v * daa.factor(p, group.len())
+                        } else {
+                            v
+                        }
+                    })
+                    .collect();
+                assert_close(
+                    got,
+                    &want,
+                    &format!("{} γ {} + DAA [{i}]", case.name, d.gamma),
+                );
+            }
         }
     }
 }

@@ -1121,3 +1121,102 @@ fn one_update_per_batch_takes_pi_old_from_its_own_forward_exactly() {
         );
     }
 }
+
+/// REINFORCE++ with γ < 1: the token-advantage phase lays the estimator's discounted values
+/// (rl-advantage's `compute_token_advantages`, checked against verl there) on each response's
+/// sampled tokens in order, with one value per response token; γ = 1 has no token advantages;
+/// a step trains on them (the weights differ from γ = 1's from the same start and seed); and
+/// γ < 1 with `[distill]` is refused by field.
+#[test]
+fn discounted_reinforce_pp_trains_on_token_advantages() {
+    let dir = tmp("gamma");
+    let (model, tok) = common::task_model(5, None);
+    let (train, _) = ArithmeticTask::default().split(3, 20, 4).unwrap();
+    let config = |gamma: f64, name: &str| {
+        let mut c = common::task_config("reinforce_pp", &dir.join(name), 1);
+        c.rollout.max_new_tokens = 6;
+        c.eval.every = 0;
+        c.checkpoint.every = 0;
+        let toml = format!("[advantage]\nname = \"reinforce_plus_plus\"\ngamma = {gamma:?}\n");
+        TrainConfig::from_toml_str(&toml, &c).unwrap()
+    };
+    let mut weights = Vec::new();
+    for gamma in [1.0, 0.5] {
+        let c = config(gamma, &format!("phase-{gamma}"));
+        let mut t = Trainer::new(
+            c,
+            model.clone(),
+            tok.clone(),
+            train.clone(),
+            None,
+            Default::default(),
+        )
+        .unwrap();
+        let batch = t.collect_batch().unwrap();
+        let adv = t.advantages(&batch.groups).unwrap();
+        let behaviour = t.behaviour(&batch.groups).unwrap();
+        let tokens = t
+            .token_advantages(&batch.groups, &adv.advantages, &behaviour)
+            .unwrap();
+        let items: Vec<_> = batch
+            .groups
+            .iter()
+            .flat_map(|g| g.items.iter().map(move |r| (g.group, r)))
+            .collect();
+        if gamma == 1.0 {
+            assert!(tokens.is_none());
+        } else {
+            let per = tokens.expect("γ < 1 gives token advantages").per_response;
+            let samples: Vec<rl_advantage::Sample> = items
+                .iter()
+                .map(|(g, r)| rl_advantage::Sample::new(*g, r.reward, r.correct))
+                .collect();
+            let counts: Vec<usize> = items
+                .iter()
+                .map(|(_, r)| if r.train { r.sampled_len() } else { 0 })
+                .collect();
+            let est = t.config().build_estimator().unwrap();
+            let want = rl_advantage::compute_token_advantages(&est, &samples, &counts)
+                .unwrap()
+                .unwrap();
+            assert_eq!(per.len(), items.len());
+            let mut discounted = 0;
+            for ((p, w), (_, r)) in per.iter().zip(&want).zip(&items) {
+                assert_eq!(p.len(), r.response.len());
+                let laid: Vec<f32> = if r.train {
+                    w.iter().map(|&x| x as f32).collect()
+                } else {
+                    vec![0.0; p.len()]
+                };
+                assert_eq!(p[..laid.len()], laid[..], "sampled tokens in order");
+                discounted += usize::from(w.windows(2).any(|v| v[0] != v[1]));
+            }
+            assert!(discounted > 0, "no response's values differ along it");
+        }
+        let mut fresh = Trainer::new(
+            config(gamma, &format!("step-{gamma}")),
+            model.clone(),
+            tok.clone(),
+            train.clone(),
+            None,
+            Default::default(),
+        )
+        .unwrap();
+        let m = fresh.step().unwrap();
+        assert_eq!(m.updates, 1);
+        weights.push(common::flat(fresh.policy()));
+    }
+    assert!(weights[0] != weights[1], "γ = 0.5 trained as γ = 1");
+    let mut c = config(0.5, "distill");
+    c.distill = Some(rl_trainer::DistillSection {
+        teacher: Some(dir.join("teacher")),
+        server: None,
+        form: Default::default(),
+        coef: 1.0,
+        reward_weight: 0.0,
+        beta: 1.0,
+        vocab_chunk: 8,
+    });
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("advantage.gamma"), "{e}");
+}

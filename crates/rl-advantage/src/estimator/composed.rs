@@ -141,4 +141,33 @@ impl AdvantageEstimator for Estimator {
     fn batch_level(&self) -> bool {
         Estimator::batch_level(self)
     }
+
+    /// The baseline's token advantages, then per group and token by token DAA (each token
+    /// decides by its own sign under `keep`) and the prompt weight.
+    fn token_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+    ) -> Option<Result<Vec<Vec<f64>>, AdvantageError>> {
+        let mut per = match self.baseline.token_advantages(batch)? {
+            Ok(per) => per,
+            Err(e) => return Some(Err(e)),
+        };
+        let samples = batch.samples();
+        for (_, idx) in batch.groups() {
+            let correct: Vec<bool> = idx.iter().map(|&i| samples[i].correct).collect();
+            let pass_rate = Daa::pass_rate(&correct);
+            let weight = self.prompt_weight.weight(pass_rate);
+            for &i in idx {
+                for a in per[i].iter_mut() {
+                    if let Some(d) = self.daa
+                        && d.amplifies(pass_rate, samples[i].correct, *a)
+                    {
+                        *a *= d.factor(pass_rate, idx.len());
+                    }
+                    *a *= weight;
+                }
+            }
+        }
+        Some(Ok(per))
+    }
 }

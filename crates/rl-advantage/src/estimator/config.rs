@@ -15,6 +15,12 @@ pub(super) fn default_eps() -> f64 {
 pub(super) fn default_equal_tol() -> f64 {
     DEFAULT_EQUAL_TOL
 }
+fn default_gamma() -> f64 {
+    1.0
+}
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
+}
 pub(super) fn default_lambda() -> f64 {
     crate::daa::DEFAULT_LAMBDA
 }
@@ -126,6 +132,10 @@ pub enum EstimatorConfig {
         /// The batch's rewards equal within this ⇒ all advantages exactly 0.
         #[serde(default = "default_equal_tol")]
         equal_tol: f64,
+        /// Discount γ ∈ (0, 1] of the returns over a response's tokens (verl's
+        /// `algorithm.gamma`); below 1 the advantages differ token by token.
+        #[serde(default = "default_gamma", skip_serializing_if = "is_one")]
+        gamma: f64,
         /// DAA after the whitening (unset: none). See [`DaaConfig`].
         #[serde(default, skip_serializing_if = "Option::is_none")]
         daa: Option<DaaConfig>,
@@ -188,6 +198,7 @@ rl_core::registry! {
         },
         "reinforce_plus_plus" => EstimatorConfig::ReinforcePlusPlus {
             equal_tol: DEFAULT_EQUAL_TOL,
+            gamma: 1.0,
             daa: None,
             prompt_weight: PromptWeight::None,
         },
@@ -210,6 +221,15 @@ impl EstimatorConfig {
             EstimatorConfig::Da3po { .. } => "da3po",
             EstimatorConfig::ReinforcePlusPlus { .. } => "reinforce_plus_plus",
             EstimatorConfig::ReinforcePlusPlusBaseline { .. } => "reinforce_plus_plus_baseline",
+        }
+    }
+
+    /// The discount γ of `reinforce_plus_plus` (1 for every other estimator: their advantages
+    /// are the same on every token of a response).
+    pub fn gamma(&self) -> f64 {
+        match self {
+            EstimatorConfig::ReinforcePlusPlus { gamma, .. } => *gamma,
+            _ => 1.0,
         }
     }
 
@@ -431,12 +451,29 @@ impl EstimatorConfig {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(Rloo { equal_tol })
             }
-            EstimatorConfig::ReinforcePlusPlus { equal_tol, .. }
-            | EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, .. } => {
+            EstimatorConfig::ReinforcePlusPlus {
+                equal_tol, gamma, ..
+            } => {
+                check_nonneg("equal_tol", equal_tol)?;
+                if !(gamma > 0.0 && gamma <= 1.0) {
+                    return Err(AdvantageError::InvalidConfig(rl_core::InvalidValue {
+                        field: "gamma",
+                        value: gamma.to_string(),
+                        expected: "a number in (0, 1]",
+                    }));
+                }
+                Box::new(ReinforcePlusPlus {
+                    baseline: false,
+                    equal_tol,
+                    gamma,
+                })
+            }
+            EstimatorConfig::ReinforcePlusPlusBaseline { equal_tol, .. } => {
                 check_nonneg("equal_tol", equal_tol)?;
                 Box::new(ReinforcePlusPlus {
-                    baseline: matches!(self, EstimatorConfig::ReinforcePlusPlusBaseline { .. }),
+                    baseline: true,
                     equal_tol,
+                    gamma: 1.0,
                 })
             }
         })

@@ -50,13 +50,18 @@ pub(super) fn token_weights(batch: &GroupedBatch<'_>) -> Vec<f64> {
     (0..batch.len()).map(|i| batch.tokens(i) as f64).collect()
 }
 
-/// REINFORCE++ (arXiv 2501.03262) for outcome rewards with γ = 1: every token of response i
-/// has the value v_i, and the values are whitened over all tokens of the batch (verl's
-/// `masked_whiten`, see [`REINFORCE_PP_WHITEN_EPS`]). DAA, when configured, is a modifier applied
-/// per group after the whitening ([`crate::Estimator`]).
-/// `baseline = false` (verl `reinforce_plus_plus`): v_i = R_i, no group baseline.
+/// REINFORCE++ (arXiv 2501.03262) for outcome rewards: every token of response i has the value
+/// v_i, and the values are whitened over all tokens of the batch (verl's `masked_whiten`, see
+/// [`REINFORCE_PP_WHITEN_EPS`]). DAA, when configured, is a modifier applied per group after the
+/// whitening ([`crate::Estimator`]).
+/// `baseline = false` (verl `reinforce_plus_plus`): v_i = R_i, no group baseline; with a
+/// discount γ < 1 the k-th of response i's n_i loss tokens has the return γ^(n_i − 1 − k)·R_i
+/// (the reward sits on the last token and is discounted over the loss tokens after k;
+/// observation tokens between them neither count nor discount, as in verl), and those returns
+/// are whitened token by token ([`AdvantageEstimator::token_advantages`]).
 /// `baseline = true` (verl `reinforce_plus_plus_baseline`): v_i = R_i minus its group's mean, a
-/// group whose rewards are equal within `equal_tol` centred to exactly 0.
+/// group whose rewards are equal within `equal_tol` centred to exactly 0; verl's baseline
+/// variant has no discount, and neither has this one (`gamma` is ignored).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ReinforcePlusPlus {
     /// Subtract each group's mean reward before the whitening.
@@ -64,6 +69,9 @@ pub struct ReinforcePlusPlus {
     /// Equal-value tolerance: of a group's rewards (baseline), and of the batch's values
     /// before the whitening (equal ⇒ all advantages exactly 0).
     pub equal_tol: f64,
+    /// Discount γ ∈ (0, 1] of the returns over a response's loss tokens (verl's
+    /// `algorithm.gamma`, default 1); without the baseline only.
+    pub gamma: f64,
 }
 
 impl ReinforcePlusPlus {
@@ -73,7 +81,46 @@ impl ReinforcePlusPlus {
         Self {
             baseline,
             equal_tol: DEFAULT_EQUAL_TOL,
+            gamma: 1.0,
         }
+    }
+
+    /// The same with discount `gamma` (no effect with the baseline).
+    pub fn discounted(self, gamma: f64) -> Self {
+        Self { gamma, ..self }
+    }
+
+    /// Whether the advantages differ token by token: γ < 1 without the baseline.
+    fn discounts(&self) -> bool {
+        !self.baseline && self.gamma != 1.0
+    }
+
+    /// The discounted returns γ^(n_i − 1 − k)·R_i of every loss token, whitened over the
+    /// batch's tokens; one vector of n_i values per response.
+    fn discounted_advantages(&self, batch: &GroupedBatch<'_>) -> Vec<Vec<f64>> {
+        let lengths: Vec<usize> = (0..batch.len()).map(|i| batch.tokens(i)).collect();
+        let mut flat: Vec<f64> = Vec::with_capacity(lengths.iter().sum());
+        for (s, &n) in batch.samples().iter().zip(&lengths) {
+            // Backwards from the last token, as verl accumulates: G_k = γ·G_{k+1}, G_{n−1} = R.
+            let mut g = s.reward;
+            let start = flat.len();
+            for _ in 0..n {
+                flat.push(g);
+                g *= self.gamma;
+            }
+            flat[start..].reverse();
+        }
+        let ones = vec![1.0; flat.len()];
+        verl_masked_whiten(&mut flat, &ones, self.equal_tol);
+        let mut rest = flat.as_slice();
+        lengths
+            .iter()
+            .map(|&n| {
+                let (head, tail) = rest.split_at(n);
+                rest = tail;
+                head.to_vec()
+            })
+            .collect()
     }
 
     /// One group's values before the whitening: its rewards, centred when `baseline`.
@@ -114,7 +161,8 @@ impl AdvantageEstimator for ReinforcePlusPlus {
         Ok(())
     }
 
-    /// The groups' values, whitened over the batch's tokens.
+    /// The groups' values, whitened over the batch's tokens; with a discount, each response's
+    /// mean token advantage (what its tokens average to in the loss).
     fn batch_advantages(
         &self,
         batch: &GroupedBatch<'_>,
@@ -124,11 +172,36 @@ impl AdvantageEstimator for ReinforcePlusPlus {
             self.values(rewards, values);
             Ok(())
         })?;
+        if self.discounts() {
+            for (o, tokens) in out.iter_mut().zip(self.discounted_advantages(batch)) {
+                *o = if tokens.is_empty() {
+                    0.0
+                } else {
+                    tokens.iter().sum::<f64>() / tokens.len() as f64
+                };
+            }
+            return Ok(());
+        }
         verl_masked_whiten(out, &token_weights(batch), self.equal_tol);
         Ok(())
     }
 
     fn batch_level(&self) -> bool {
         true
+    }
+
+    /// With a discount (γ < 1, no baseline): the whitened discounted returns, token by token.
+    fn token_advantages(
+        &self,
+        batch: &GroupedBatch<'_>,
+    ) -> Option<Result<Vec<Vec<f64>>, AdvantageError>> {
+        if !self.discounts() {
+            return None;
+        }
+        let mut check = vec![0.0; batch.len()];
+        if let Err(e) = batch.per_group(&mut check, |_, _, _, _| Ok(())) {
+            return Some(Err(e));
+        }
+        Some(Ok(self.discounted_advantages(batch)))
     }
 }

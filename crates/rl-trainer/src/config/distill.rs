@@ -129,7 +129,7 @@ impl TeacherServer {
 }
 
 impl TrainConfig {
-    /// `[distill]`: one teacher, what a server teacher cannot do, the weights (through
+    /// `[distill]`: one teacher, what a server teacher cannot do, γ = 1, the weights (through
     /// [`Self::distill_signal`]), the full form's β and chunk.
     pub(super) fn validate_distill(&self, d: &DistillSection) -> Result<(), TrainerError> {
         let in_process = d
@@ -178,6 +178,17 @@ impl TrainConfig {
                     .map_err(|e| config_error("distill.server", e))?;
             }
             (true, None) => {}
+        }
+        let gamma = self.advantage.gamma();
+        if gamma != 1.0 {
+            return Err(config_error(
+                "advantage.gamma",
+                format!(
+                    "{gamma} with [distill]: discounted REINFORCE++ advantages differ token by \
+                     token and the distillation signal takes one outcome advantage per \
+                     response; use gamma = 1 with [distill]"
+                ),
+            ));
         }
         self.distill_signal()?;
         if d.form == DistillForm::Full {

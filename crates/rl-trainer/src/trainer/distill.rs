@@ -198,9 +198,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         }
     }
 
-    /// Distillation phase: with `[distill]`, one advantage per response token from the
-    /// responses' outcome advantages `advantages` (group order) and, for `sampled`, the
-    /// behaviour phase's π_old and teacher log-probs; `None` without `[distill]`.
+    /// Token-advantage phase: one advantage per response token where they differ along a
+    /// response — the estimator's (REINFORCE++ with γ < 1,
+    /// [`Trainer::estimator_token_advantages`]), or with `[distill]` (which validation keeps
+    /// apart from γ < 1) the distillation signal from the responses' outcome advantages
+    /// `advantages` (group order) and, for `sampled`, the behaviour phase's π_old and teacher
+    /// log-probs; `None` otherwise (each token takes its response's advantage).
     pub fn token_advantages(
         &self,
         groups: &[RolloutGroup<ScoredResponse>],
@@ -208,7 +211,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         behaviour: &Behaviour,
     ) -> Result<Option<TokenAdvantages>, TrainerError> {
         let Some(signal) = self.config.distill_signal()? else {
-            return Ok(None);
+            return Ok(self
+                .estimator_token_advantages(groups)?
+                .map(|per_response| TokenAdvantages {
+                    per_response,
+                    reverse_kl: None,
+                }));
         };
         let items: Vec<&ScoredResponse> = groups.iter().flat_map(|g| g.items.iter()).collect();
         let owned: Vec<bool> = groups

@@ -38,7 +38,9 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rl_advantage::{BatchAdvantages, Estimator, Sample, compute_batch_with_tokens};
+use rl_advantage::{
+    BatchAdvantages, Estimator, Sample, compute_batch_with_tokens, compute_token_advantages,
+};
 use rl_loss::IsCorrection;
 use rl_models::Tokenizer;
 use rl_rollout::{RolloutEngine, WeightsKind, WeightsRef};
@@ -490,23 +492,49 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         &self,
         groups: &[RolloutGroup<ScoredResponse>],
     ) -> Result<BatchAdvantages, TrainerError> {
-        let items = || {
-            groups
-                .iter()
-                .flat_map(|g| g.items.iter().map(move |it| (g.group, it)))
-        };
-        let samples: Vec<Sample> = items()
-            .map(|(group, it)| Sample::new(group, it.reward, it.correct))
-            .collect();
-        let tokens: Vec<usize> = items()
-            .map(|(_, it)| if it.train { it.sampled_len() } else { 0 })
-            .collect();
+        let (samples, tokens) = advantage_inputs(groups);
         Ok(compute_batch_with_tokens(
             &self.estimator,
             &samples,
             &tokens,
             None,
         )?)
+    }
+
+    /// The estimator's advantages token by token, where they differ along a response
+    /// (REINFORCE++ with γ < 1; `None` otherwise): for each response of this worker, one value
+    /// per response token, its sampled tokens taking the estimator's values in order and the
+    /// others (observations, a response masked out of the loss) 0; other workers' responses
+    /// get an empty vector.
+    pub(super) fn estimator_token_advantages(
+        &self,
+        groups: &[RolloutGroup<ScoredResponse>],
+    ) -> Result<Option<Vec<Vec<f32>>>, TrainerError> {
+        let (samples, tokens) = advantage_inputs(groups);
+        let Some(values) = compute_token_advantages(&self.estimator, &samples, &tokens)? else {
+            return Ok(None);
+        };
+        let mut values = values.into_iter();
+        let mut out = Vec::with_capacity(samples.len());
+        for (gi, g) in groups.iter().enumerate() {
+            for r in &g.items {
+                let mut v = values.next().unwrap_or_default().into_iter();
+                if !self.parallel.owns(gi) {
+                    out.push(Vec::new());
+                    continue;
+                }
+                let sampled = |j: usize| r.sampled.as_ref().is_none_or(|m| m[j]);
+                out.push(
+                    (0..r.response.len())
+                        .map(|j| match r.train && sampled(j) {
+                            true => v.next().unwrap_or(0.0) as f32,
+                            false => 0.0,
+                        })
+                        .collect(),
+                );
+            }
+        }
+        Ok(Some(out))
     }
 
     /// Weight-sync phase: hands the policy's weights to the engine as version `state.step` —
@@ -711,4 +739,17 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         }
         Ok(())
     }
+}
+
+/// The advantage phase's inputs: one [`Sample`] per response (its group id, reward and verdict)
+/// and its token count (sampled tokens; 0 when overlong handling masks it out of the loss).
+fn advantage_inputs(groups: &[RolloutGroup<ScoredResponse>]) -> (Vec<Sample>, Vec<usize>) {
+    groups
+        .iter()
+        .flat_map(|g| g.items.iter().map(move |it| (g.group, it)))
+        .map(|(group, it)| {
+            let tokens = if it.train { it.sampled_len() } else { 0 };
+            (Sample::new(group, it.reward, it.correct), tokens)
+        })
+        .unzip()
 }
