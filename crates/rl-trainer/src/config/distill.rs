@@ -1,14 +1,12 @@
-//! `[distill]`: on-policy distillation's teacher, form and weights (docs/algorithms/distill.md),
-//! and their checks.
+//! `[distill]`: on-policy distillation's teacher, form and weights (docs/algorithms/distill.md);
+//! checked by `validate.rs`.
 
 use std::path::PathBuf;
 
 use rl_rollout::RetryPolicy;
 use serde::{Deserialize, Serialize};
 
-use super::validate::config_error;
-use super::{TrainConfig, default_concurrency, default_retries, default_timeout};
-use crate::TrainerError;
+use super::remote::{default_concurrency, default_retries, default_timeout};
 
 /// How the teacher's signal enters the loss (`distill.form`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,99 +123,5 @@ impl TeacherServer {
             max_retries: *max_retries,
             ..RetryPolicy::default()
         }
-    }
-}
-
-impl TrainConfig {
-    /// `[distill]`: one teacher, what a server teacher cannot do, γ = 1, the weights (through
-    /// [`Self::distill_signal`]), the full form's β and chunk.
-    pub(super) fn validate_distill(&self, d: &DistillSection) -> Result<(), TrainerError> {
-        let in_process = d
-            .teacher
-            .as_ref()
-            .is_some_and(|t| !t.as_os_str().is_empty());
-        match (in_process, &d.server) {
-            (false, None) => {
-                return Err(config_error(
-                    "distill.teacher",
-                    "no teacher: set distill.teacher (an HF folder or a GGUF file with the \
-                     policy's tokenizer) or add a [distill.server] section (kind = \"vllm\" or \
-                     \"sglang\")",
-                ));
-            }
-            (true, Some(_)) => {
-                return Err(config_error(
-                    "distill.server",
-                    "given with distill.teacher: one teacher, either in process (teacher) or \
-                     behind a server ([distill.server])",
-                ));
-            }
-            (false, Some(server)) => {
-                if d.form == DistillForm::Full {
-                    return Err(config_error(
-                        "distill.form",
-                        "\"full\" with [distill.server]: the full form needs the teacher's \
-                         logits over the vocabulary, which a server does not return; use \
-                         form = \"sampled\" or an in-process teacher",
-                    ));
-                }
-                let t = self.rollout.sampling(&[]).logprob_temperature();
-                if t != 1.0 {
-                    return Err(config_error(
-                        "rollout.temperature",
-                        format!(
-                            "{t} with [distill.server]: a server scores tokens under the \
-                             untempered distribution (T = 1), while the student's log-probs \
-                             use T = {t}; sample at T = 1 or use an in-process teacher"
-                        ),
-                    ));
-                }
-                server
-                    .retry()
-                    .validate("distill.server")
-                    .map_err(|e| config_error("distill.server", e))?;
-            }
-            (true, None) => {}
-        }
-        let gamma = self.advantage.gamma();
-        if gamma != 1.0 {
-            return Err(config_error(
-                "advantage.gamma",
-                format!(
-                    "{gamma} with [distill]: discounted REINFORCE++ advantages differ token by \
-                     token and the distillation signal takes one outcome advantage per \
-                     response; use gamma = 1 with [distill]"
-                ),
-            ));
-        }
-        self.distill_signal()?;
-        if d.form == DistillForm::Full {
-            if !(0.0..=1.0).contains(&d.beta) {
-                return Err(config_error(
-                    "distill.beta",
-                    format!(
-                        "{} (a number in [0, 1]; 1: reverse KL, 0: forward KL)",
-                        d.beta
-                    ),
-                ));
-            }
-            if d.vocab_chunk == 0 {
-                return Err(config_error("distill.vocab_chunk", "0 (must be >= 1)"));
-            }
-        }
-        Ok(())
-    }
-
-    /// The weights of the distillation signal of `[distill]` (`None` without the section).
-    pub fn distill_signal(
-        &self,
-    ) -> Result<Option<rl_advantage::distill::DistillSignal>, TrainerError> {
-        self.distill
-            .as_ref()
-            .map(|d| {
-                rl_advantage::distill::DistillSignal::new(d.coef, d.reward_weight)
-                    .map_err(|e| config_error("distill", e))
-            })
-            .transpose()
     }
 }

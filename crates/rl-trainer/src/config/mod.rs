@@ -24,10 +24,12 @@ mod distill;
 mod load;
 mod merge;
 mod presets;
+mod remote;
 mod validate;
 
 pub use distill::{DISTILL_FORMS, DistillForm, DistillSection, TeacherServer};
 pub use merge::merge_toml;
+use remote::{default_concurrency, default_retries, default_timeout};
 
 /// Registered algorithm presets.
 pub const ALGORITHMS: [&str; 9] = [
@@ -401,17 +403,6 @@ impl EngineConfig {
 
 fn default_startup() -> f64 {
     900.0
-}
-pub(super) fn default_concurrency() -> usize {
-    4
-}
-// The request timeout and retries default to rl-rollout's `RetryPolicy::default()`, the one
-// place they are written.
-pub(super) fn default_timeout() -> f64 {
-    RetryPolicy::default().timeout_s
-}
-pub(super) fn default_retries() -> usize {
-    RetryPolicy::default().max_retries
 }
 
 /// Dynamic batching (`[batch]`): rl-sampler's batcher settings, used as is.

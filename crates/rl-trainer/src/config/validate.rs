@@ -4,10 +4,10 @@
 use rl_loss::PolicyLoss;
 use rl_models::Checkpointing;
 
-use super::{EngineConfig, PromptTemplate, TrainConfig};
+use super::{DistillForm, DistillSection, EngineConfig, PromptTemplate, TrainConfig};
 use crate::TrainerError;
 
-pub(super) fn config_error(field: &str, e: impl std::fmt::Display) -> TrainerError {
+fn config_error(field: &str, e: impl std::fmt::Display) -> TrainerError {
     TrainerError::Config {
         field: field.into(),
         message: e.to_string(),
@@ -255,5 +255,99 @@ impl TrainConfig {
             );
         }
         Ok(())
+    }
+}
+
+impl TrainConfig {
+    /// `[distill]`: one teacher, what a server teacher cannot do, γ = 1, the weights (through
+    /// [`Self::distill_signal`]), the full form's β and chunk.
+    pub(super) fn validate_distill(&self, d: &DistillSection) -> Result<(), TrainerError> {
+        let in_process = d
+            .teacher
+            .as_ref()
+            .is_some_and(|t| !t.as_os_str().is_empty());
+        match (in_process, &d.server) {
+            (false, None) => {
+                return Err(config_error(
+                    "distill.teacher",
+                    "no teacher: set distill.teacher (an HF folder or a GGUF file with the \
+                     policy's tokenizer) or add a [distill.server] section (kind = \"vllm\" or \
+                     \"sglang\")",
+                ));
+            }
+            (true, Some(_)) => {
+                return Err(config_error(
+                    "distill.server",
+                    "given with distill.teacher: one teacher, either in process (teacher) or \
+                     behind a server ([distill.server])",
+                ));
+            }
+            (false, Some(server)) => {
+                if d.form == DistillForm::Full {
+                    return Err(config_error(
+                        "distill.form",
+                        "\"full\" with [distill.server]: the full form needs the teacher's \
+                         logits over the vocabulary, which a server does not return; use \
+                         form = \"sampled\" or an in-process teacher",
+                    ));
+                }
+                let t = self.rollout.sampling(&[]).logprob_temperature();
+                if t != 1.0 {
+                    return Err(config_error(
+                        "rollout.temperature",
+                        format!(
+                            "{t} with [distill.server]: a server scores tokens under the \
+                             untempered distribution (T = 1), while the student's log-probs \
+                             use T = {t}; sample at T = 1 or use an in-process teacher"
+                        ),
+                    ));
+                }
+                server
+                    .retry()
+                    .validate("distill.server")
+                    .map_err(|e| config_error("distill.server", e))?;
+            }
+            (true, None) => {}
+        }
+        let gamma = self.advantage.gamma();
+        if gamma != 1.0 {
+            return Err(config_error(
+                "advantage.gamma",
+                format!(
+                    "{gamma} with [distill]: discounted REINFORCE++ advantages differ token by \
+                     token and the distillation signal takes one outcome advantage per \
+                     response; use gamma = 1 with [distill]"
+                ),
+            ));
+        }
+        self.distill_signal()?;
+        if d.form == DistillForm::Full {
+            if !(0.0..=1.0).contains(&d.beta) {
+                return Err(config_error(
+                    "distill.beta",
+                    format!(
+                        "{} (a number in [0, 1]; 1: reverse KL, 0: forward KL)",
+                        d.beta
+                    ),
+                ));
+            }
+            if d.vocab_chunk == 0 {
+                return Err(config_error("distill.vocab_chunk", "0 (must be >= 1)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The weights of the distillation signal of `[distill]` (`None` without the section).
+    pub fn distill_signal(
+        &self,
+    ) -> Result<Option<rl_advantage::distill::DistillSignal>, TrainerError> {
+        self.distill
+            .as_ref()
+            .map(|d| {
+                rl_advantage::distill::DistillSignal::new(d.coef, d.reward_weight)
+                    .map_err(|e| config_error("distill", e))
+            })
+            .transpose()
     }
 }

@@ -7,28 +7,14 @@
 use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::AutodiffBackend;
-use rl_rollout::Completion;
-use serde::{Deserialize, Serialize};
 
-use super::{RoundReply, Start, SubmittedRound, Trainer, TrainerState};
+use super::state::{RoundReply, SavedRound, Start, SubmittedRound, Trainer, TrainerState};
 use crate::TrainerError;
 use crate::atomic_dir::atomic_dir;
 use crate::config::TrainConfig;
 use crate::engine::Pending;
 use crate::optim::{AdamWOptimizer, first_non_finite_param};
 use crate::policy::Policy;
-
-/// A finished round as a checkpoint stores it (`inflight.json`): with asynchronous rollouts the
-/// round generated for the next step while this one trained.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(super) struct SavedRound {
-    pub(super) prompts: Vec<usize>,
-    pub(super) completions: Vec<Vec<Completion>>,
-    /// Each prompt's group size (empty in checkpoints from before `[rollout.budget]`: all
-    /// `rollout.group_size`).
-    #[serde(default)]
-    pub(super) sizes: Vec<usize>,
-}
 
 /// Reads checkpoint folder `ckpt` of a run configured as `config` (which may differ from the
 /// saved config in `steps` only).

@@ -4,7 +4,7 @@
 
 use burn::tensor::backend::AutodiffBackend;
 
-use super::Trainer;
+use super::state::Trainer;
 use crate::TrainerError;
 use crate::eval::EvalReport;
 use crate::eval::benchmark::{self, BenchmarkSettings, SampleRecord, Scoring};

@@ -8,7 +8,7 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_loss::IsStats;
 use rl_sampler::RolloutGroup;
 
-use super::Trainer;
+use super::state::Trainer;
 use crate::TrainerError;
 use crate::parallel::scatter;
 use crate::policy::Policy;

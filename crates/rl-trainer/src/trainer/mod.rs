@@ -5,14 +5,16 @@
 //! | generate, score, filter | `rounds.rs` | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
 //! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
 //! | old/reference/teacher log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
-//! | distillation (`[distill]`) | `distill.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
+//! | token advantages (`[distill]`, REINFORCE++ with γ < 1) | `distill.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
 //! | update | `update.rs` | batch + advantages + behaviour + mini-batches ([`Trainer::minibatches`]) → [`UpdateStats`] |
 //! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
 //! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
 //!
-//! Around the loop: `checkpoint.rs` (atomic save, exact resume), `held_out.rs` (held-out
-//! evaluation through [`crate::eval`], `rlvr eval`'s code), `probe.rs` (the Theorem 3.1 probe), `prompts.rs` (rendering
-//! and caching prompt ids).
+//! Around the loop: `state.rs` (the [`Trainer`] struct and the state the phases share),
+//! `checkpoint.rs` (atomic save, exact resume), `held_out.rs` (held-out evaluation through
+//! [`crate::eval`], `rlvr eval`'s code), `probe.rs` (the Theorem 3.1 probe), `prompts.rs`
+//! (rendering and caching prompt ids), `teacher.rs` (the distillation teacher). Phase files
+//! import `state.rs` and each other's output types, never this file.
 //! Data parallelism is [`DataParallel`], called unconditionally by the phases: a single process
 //! is its world of one.
 //!
@@ -30,37 +32,35 @@ mod logprobs;
 mod probe;
 mod prompts;
 mod rounds;
+mod state;
+mod teacher;
 mod update;
 
 use std::path::Path;
 use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-use rl_advantage::{
-    BatchAdvantages, Estimator, Sample, compute_batch_with_tokens, compute_token_advantages,
-};
+use rl_advantage::{BatchAdvantages, Sample, compute_batch_with_tokens, compute_token_advantages};
 use rl_loss::IsCorrection;
 use rl_models::Tokenizer;
 use rl_rollout::{RolloutEngine, WeightsKind, WeightsRef};
-use rl_sampler::{DynamicBatcher, KeepRate, RolloutGroup};
-use rl_verifier::Verifier;
-use serde::{Deserialize, Serialize};
+use rl_sampler::{DynamicBatcher, RolloutGroup};
 
 use crate::atomic_dir::atomic_dir;
 pub use crate::step_stats::{EpisodeStats, GenerationStats, UpdateStats};
-use checkpoint::SavedRound;
 pub use checkpoint::{config_diff, latest_checkpoint};
 pub use distill::TokenAdvantages;
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
-pub use rounds::{CollectedBatch, ReceivedRound, RoundReply, SubmittedRound};
+pub use prompts::end_token_ids;
+pub use rounds::{CollectedBatch, ReceivedRound};
+pub use state::{RoundReply, SubmittedRound, Trainer, TrainerState};
+use state::{Start, Writers};
 pub use update::{TrainBatch, plan_minibatches};
 
 use crate::TrainerError;
 use crate::config::TrainConfig;
-use crate::data::{Dataset, SamplerState};
+use crate::data::Dataset;
 use crate::engine::{EngineHandle, LocalEngine, Pending, build_engine};
 use crate::memory::measured;
 use crate::metrics::{
@@ -71,47 +71,6 @@ use crate::optim::{AdamWOptimizer, lr_at};
 use crate::parallel::{Collective, DataParallel};
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
-
-/// Everything besides weights and optimizer moments that a checkpoint restores.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TrainerState {
-    /// Completed steps.
-    pub step: usize,
-    /// Prompt sampler position.
-    pub sampler: SamplerState,
-    /// The trainer's RNG (generation seeds, mini-batch order).
-    pub rng: ChaCha8Rng,
-    /// Next group id.
-    pub next_group: u64,
-    /// Responses generated so far.
-    #[serde(default)]
-    pub rollouts: u64,
-    /// Groups seen and kept so far (adaptive round sizing).
-    #[serde(default)]
-    pub keep_rate: KeepRate,
-    /// Optimizer updates skipped in a row for non-finite losses or gradients.
-    #[serde(default)]
-    pub consecutive_skips: usize,
-    /// Each prompt's running pass rate, with `[rollout.budget]` (its group sizes come from it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub difficulty: Option<rl_sampler::DifficultyTracker>,
-}
-
-impl TrainerState {
-    /// The state of a new run seeded with `seed`.
-    fn fresh(seed: u64) -> Self {
-        Self {
-            step: 0,
-            sampler: SamplerState::default(),
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            next_group: 0,
-            rollouts: 0,
-            keep_rate: KeepRate::default(),
-            consecutive_skips: 0,
-            difficulty: None,
-        }
-    }
-}
 
 /// What [`Trainer::run`] reports to its callback.
 #[derive(Clone, Copy, Debug)]
@@ -143,53 +102,6 @@ pub enum RunEvent<'a> {
     /// A line about the run's setup or phases, for people (the resolved config, the
     /// warm-start's progress); [`crate::Run`] sends these, [`Trainer::run`] does not.
     Note(&'a str),
-}
-
-/// The models and state a trainer starts from: a new run's, or a checkpoint's.
-struct Start<B: AutodiffBackend, P: Policy<B>> {
-    policy: P,
-    reference: Option<P>,
-    optim: AdamWOptimizer<B, P>,
-    state: TrainerState,
-    inflight: Option<SavedRound>,
-}
-
-/// The training loop for a policy `P` on backend `B`.
-pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
-    config: TrainConfig,
-    policy: Option<P>,
-    reference: Option<P>,
-    teacher: Option<distill::Teacher<P>>,
-    optim: AdamWOptimizer<B, P>,
-    prompts: Prompts,
-    verifier: Box<dyn Verifier>,
-    estimator: Estimator,
-    batcher: DynamicBatcher<ScoredResponse>,
-    sampler: crate::data::PromptSampler,
-    state: TrainerState,
-    allowed_vocab: usize,
-    device: B::Device,
-    writers: Writers,
-    engine: EngineHandle,
-    prefetched: Option<SubmittedRound>,
-    is_correction: IsCorrection,
-    parallel: DataParallel<B::InnerBackend>,
-    episodes: Option<Episodes>,
-}
-
-/// The files a run appends to while it runs (rank 0 only).
-#[derive(Default)]
-struct Writers {
-    metrics: Option<MetricsWriter>,
-    probe: Option<MetricsWriter>,
-}
-
-/// Token ids that end a response: `<|im_end|>` and `<|endoftext|>` where the tokenizer has them.
-pub fn end_token_ids(tokenizer: &Tokenizer) -> Vec<u32> {
-    ["<|im_end|>", "<|endoftext|>"]
-        .iter()
-        .filter_map(|t| tokenizer.token_to_id(t))
-        .collect()
 }
 
 impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
@@ -285,7 +197,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             .allowed_vocab_size
             .unwrap_or_else(|| prompts.tokenizer.num_defined_ids())
             .min(policy.vocab_size());
-        let teacher = distill::load_teacher::<B, P>(
+        let teacher = teacher::load_teacher::<B, P>(
             &config,
             &prompts.tokenizer,
             policy.vocab_size(),

@@ -6,7 +6,7 @@ use burn::tensor::backend::AutodiffBackend;
 use rl_rollout::{GenerateRequest, RolloutEngine, SamplingParams};
 use rl_sampler::RolloutGroup;
 
-use super::Trainer;
+use super::state::Trainer;
 use crate::TrainerError;
 use crate::policy::Policy;
 use crate::probe_records::ProbeRecord;

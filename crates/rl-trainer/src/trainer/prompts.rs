@@ -11,8 +11,6 @@ use crate::data::{Dataset, PromptRenderer};
 use crate::multi_turn::ChatCodec;
 use crate::scoring::RoundPrompt;
 
-use super::end_token_ids;
-
 /// The training and held-out prompts with their rendered ids.
 pub(crate) struct Prompts {
     /// The tokenizer that renders prompts and decodes responses.
@@ -107,4 +105,12 @@ impl Prompts {
             })
             .collect()
     }
+}
+
+/// Token ids that end a response: `<|im_end|>` and `<|endoftext|>` where the tokenizer has them.
+pub fn end_token_ids(tokenizer: &Tokenizer) -> Vec<u32> {
+    ["<|im_end|>", "<|endoftext|>"]
+        .iter()
+        .filter_map(|t| tokenizer.token_to_id(t))
+        .collect()
 }

@@ -15,34 +15,12 @@ use rl_rollout::{FinishReason, staleness};
 use rl_sampler::RolloutGroup;
 use rl_verifier::OutcomeCounts;
 
-use super::Trainer;
+use super::state::{RoundReply, SubmittedRound, Trainer};
 use crate::TrainerError;
-use crate::engine::Pending;
 use crate::parallel::{DroppedGroups, RoundShare, own_requests};
 use crate::policy::Policy;
 use crate::scoring::{ScoredResponse, Scorer, group_completions, round_requests};
 use crate::step_stats::GenerationStats;
-
-/// A round handed to the engine: the prompts (data-set indices) and its rollouts to come.
-pub struct SubmittedRound {
-    /// Data-set indices of the round's prompts.
-    pub prompts: Vec<usize>,
-    /// The positions in `prompts` this worker generates (all of them in a single process).
-    pub owned: Vec<usize>,
-    /// Each prompt's group size (`rollout.group_size`, or `[rollout.budget]`'s allocation).
-    pub sizes: Vec<usize>,
-    /// The engine's answer.
-    pub reply: RoundReply,
-}
-
-/// What a submitted round is waiting for.
-pub enum RoundReply {
-    /// One completion per rollout, from the engine (possibly still generating).
-    Completions(Pending),
-    /// Multi-turn episodes (`[rollout.env]`), already run to their end, G per owned prompt in
-    /// prompt order.
-    Episodes(Vec<Trajectory>),
-}
 
 /// A round's rollouts as received, without the groups that may not be trained on.
 pub struct ReceivedRound {

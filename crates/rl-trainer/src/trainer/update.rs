@@ -8,7 +8,9 @@ use rand_chacha::ChaCha8Rng;
 use rl_loss::IsStats;
 use rl_sampler::RolloutGroup;
 
-use super::{Behaviour, Trainer};
+use super::logprobs::Behaviour;
+use super::state::Trainer;
+use super::teacher::Teacher;
 use crate::TrainerError;
 use crate::config::OptimSection;
 use crate::config::{DistillForm, TrainConfig};
@@ -145,12 +147,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 &seqs,
                 &self.device,
                 &self.parallel,
-                full_distill(
-                    &self.config,
-                    self.teacher
-                        .as_ref()
-                        .and_then(super::distill::Teacher::model),
-                ),
+                full_distill(&self.config, self.teacher.as_ref().and_then(Teacher::model)),
             )?;
             if let Some((sum, n)) = out.divergence {
                 let d = stats.divergence.get_or_insert((0.0, 0));
