@@ -958,9 +958,15 @@ fn bf16_ulp(x: f32) -> f32 {
     2f32.powf(e - 7.0)
 }
 
-/// Qwen3 tied and untied, and Qwen2 (the Llama family with q/k/v biases; its bf16 weights from
-/// tools/gen_llama_fixtures.py, its HF bf16 reference from tools/gen_bf16_fixture.py).
-const BF16_MODELS: [&str; 3] = ["tied_bf16", "untied_f16_sharded", "qwen2_bias"];
+/// Qwen3 tied and untied, Qwen2 (the Llama family with q/k/v biases) and Llama (untied, llama3
+/// RoPE scaling); the Llama family's bf16 weights from tools/gen_llama_fixtures.py, every HF bf16
+/// reference from tools/gen_bf16_fixture.py.
+const BF16_MODELS: [&str; 4] = [
+    "tied_bf16",
+    "untied_f16_sharded",
+    "qwen2_bias",
+    "llama_untied_rope3",
+];
 
 #[test]
 fn bf16_compute_matches_hf_bf16() {
