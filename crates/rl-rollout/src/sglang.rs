@@ -57,6 +57,32 @@ impl SglangEngine {
         self.client.get("/health").map(|_| ())
     }
 
+    /// One batched `POST /generate` of `body`, whose reply must be a list of `expected`
+    /// outputs (`unit` names what they are, for the error).
+    fn post_batch(
+        &self,
+        body: &Value,
+        expected: usize,
+        unit: &str,
+    ) -> Result<Vec<Value>, EngineError> {
+        let bad = |message: String| EngineError::Malformed {
+            engine: RolloutEngine::name(self),
+            request: 0,
+            message,
+        };
+        let reply = self.client.post("/generate", body)?;
+        let Value::Array(items) = reply else {
+            return Err(bad("a batched /generate must answer with a list".into()));
+        };
+        if items.len() != expected {
+            return Err(bad(format!(
+                "{} outputs for {expected} {unit}",
+                items.len()
+            )));
+        }
+        Ok(items)
+    }
+
     fn sampling_params(r: &GenerateRequest) -> Value {
         let p = &r.params;
         json!({
@@ -129,33 +155,22 @@ impl TokenScorer for SglangEngine {
             return Ok(Vec::new());
         }
         let starts: Vec<usize> = requests.iter().map(|r| r.prompt_ids.len() - 1).collect();
+        let sequences: Vec<Vec<u32>> = requests.iter().map(ScoreRequest::sequence).collect();
         let body = json!({
-            "input_ids": requests.iter().map(ScoreRequest::sequence).collect::<Vec<_>>(),
+            "input_ids": sequences,
             "sampling_params": vec![json!({"max_new_tokens": 1, "temperature": 1.0}); requests.len()],
             "return_logprob": true,
             "logprob_start_len": starts,
             "stream": false,
         });
-        let reply = self.client.post("/generate", &body)?;
-        let items = reply.as_array().ok_or_else(|| EngineError::Malformed {
-            engine: name.clone(),
-            request: 0,
-            message: "a batched /generate must answer with a list".into(),
-        })?;
-        if items.len() != requests.len() {
-            return Err(EngineError::Malformed {
-                engine: name.clone(),
-                request: 0,
-                message: format!("{} outputs for {} sequences", items.len(), requests.len()),
-            });
-        }
+        let items = self.post_batch(&body, requests.len(), "sequences")?;
         let vocab = self.vocab_size;
         requests
             .iter()
-            .zip(items)
-            .zip(starts)
+            .zip(&items)
+            .zip(starts.iter().zip(&sequences))
             .enumerate()
-            .map(|(i, ((r, v), start))| {
+            .map(|(i, ((r, v), (&start, sequence)))| {
                 let entries = v["meta_info"]["input_token_logprobs"]
                     .as_array()
                     .ok_or_else(|| EngineError::Malformed {
@@ -165,7 +180,7 @@ impl TokenScorer for SglangEngine {
                                   honoured?)"
                             .into(),
                     })?;
-                let expected = r.prompt_ids.len() + r.response_ids.len() - start;
+                let expected = sequence.len() - start;
                 if entries.len() != expected {
                     return Err(EngineError::Malformed {
                         engine: name.clone(),
@@ -176,7 +191,6 @@ impl TokenScorer for SglangEngine {
                         ),
                     });
                 }
-                let sequence = r.sequence();
                 let entry = |position: usize| -> ScoredEntry {
                     let e = &entries[position - start];
                     let (Some(lp), Some(id)) = (e[0].as_f64(), e[1].as_u64()) else {
@@ -231,22 +245,10 @@ impl RolloutEngine for SglangEngine {
             "return_logprob": true,
             "stream": false,
         });
-        let reply = self.client.post("/generate", &body)?;
-        let items = reply.as_array().ok_or_else(|| EngineError::Malformed {
-            engine: name.clone(),
-            request: 0,
-            message: "a batched /generate must answer with a list".into(),
-        })?;
-        if items.len() != owner.len() {
-            return Err(EngineError::Malformed {
-                engine: name.clone(),
-                request: 0,
-                message: format!("{} outputs for {} samples", items.len(), owner.len()),
-            });
-        }
+        let items = self.post_batch(&body, owner.len(), "samples")?;
         let mut out: Vec<Vec<Completion>> =
             requests.iter().map(|r| Vec::with_capacity(r.n)).collect();
-        for (&i, v) in owner.iter().zip(items) {
+        for (&i, v) in owner.iter().zip(&items) {
             out[i].push(self.parse(i, v)?);
         }
         check_completions(&name, requests, &out, self.vocab_size)?;

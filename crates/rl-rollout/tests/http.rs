@@ -153,7 +153,7 @@ fn sglang_generate_sends_one_batch_and_reads_the_documented_reply() {
     assert_eq!(out[1][0].finish, FinishReason::Abort);
     assert!(out.iter().flatten().all(|c| c.version == 7));
     assert!(srv.seen.lock().unwrap()[0].starts_with("POST /generate "));
-    let body: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[0]).unwrap();
+    let body = srv.json_body(0);
     assert_eq!(body["input_ids"], json!([[1, 2, 3], [1, 2, 3], [1, 2, 3]]));
     assert_eq!(body["return_logprob"], json!(true));
     let p = &body["sampling_params"];
@@ -220,7 +220,7 @@ fn sglang_weight_updates_send_the_folder_and_check_success() {
         4
     );
     assert_eq!(e.version(), 4);
-    let body: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[0]).unwrap();
+    let body = srv.json_body(0);
     assert_eq!(
         body,
         json!({"model_path": "/shared/run/weights", "weight_version": "4"})
@@ -317,13 +317,7 @@ fn vllm_generate_sends_one_request_per_sample_and_reads_the_documented_reply() {
     let seen = srv.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 3);
     assert!(seen.iter().all(|l| l.starts_with("POST /v1/completions ")));
-    let bodies: Vec<serde_json::Value> = srv
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|b| serde_json::from_str(b).unwrap())
-        .collect();
+    let bodies = srv.json_bodies();
     let seeds: Vec<_> = bodies.iter().map(|b| b["seed"].clone()).collect();
     assert_eq!(seeds, vec![json!(10), json!(11), json!(20)]);
     for b in &bodies {
@@ -369,7 +363,7 @@ fn vllm_capabilities_are_checked_at_start() {
     e.probe(&[1, 2]).unwrap();
     let seen = srv.seen.lock().unwrap().clone();
     assert!(seen[0].starts_with("GET /v1/models "), "{seen:?}");
-    let probe: serde_json::Value = serde_json::from_str(&srv.bodies.lock().unwrap()[1]).unwrap();
+    let probe = srv.json_body(1);
     assert_eq!(probe["model"], json!("/models/qwen3"));
     assert_eq!(probe["max_tokens"], json!(1));
 }

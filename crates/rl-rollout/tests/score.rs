@@ -82,13 +82,7 @@ fn vllm_scores_are_the_prompt_logprobs_of_the_ids_sent() {
         .score(&[request(&[1, 2, 3], &[5, 9]), request(&[4], &[6])])
         .unwrap();
     assert_eq!(scores, vec![vec![-0.5, -2.25], vec![-1.5]]);
-    let bodies: Vec<Value> = srv
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|b| serde_json::from_str(b).unwrap())
-        .collect();
+    let bodies = srv.json_bodies();
     assert_eq!(bodies[0]["prompt"], json!([1, 2, 3, 5, 9]));
     assert_eq!(bodies[1]["prompt"], json!([4, 6]));
     for b in &bodies {
@@ -191,7 +185,7 @@ fn sglang_scores_are_the_input_logprobs_after_the_prompt() {
         .score(&[request(&[1, 2, 3], &[5, 9]), request(&[4], &[9])])
         .unwrap();
     assert_eq!(scores, vec![vec![-0.5, -2.25], vec![-1.5]]);
-    let body: Value = serde_json::from_str(&srv.bodies.lock().unwrap()[0]).unwrap();
+    let body = srv.json_body(0);
     assert_eq!(body["input_ids"], json!([[1, 2, 3, 5, 9], [4, 9]]));
     assert_eq!(body["logprob_start_len"], json!([2, 0]));
     assert_eq!(body["return_logprob"], json!(true));

@@ -1140,10 +1140,8 @@ fn discounted_reinforce_pp_trains_on_token_advantages() {
         let toml = format!("[advantage]\nname = \"reinforce_plus_plus\"\ngamma = {gamma:?}\n");
         TrainConfig::from_toml_str(&toml, &c).unwrap()
     };
-    let mut weights = Vec::new();
-    for gamma in [1.0, 0.5] {
-        let c = config(gamma, &format!("phase-{gamma}"));
-        let mut t = Trainer::new(
+    let new_trainer = |c: TrainConfig| {
+        Trainer::new(
             c,
             model.clone(),
             tok.clone(),
@@ -1151,7 +1149,11 @@ fn discounted_reinforce_pp_trains_on_token_advantages() {
             None,
             Default::default(),
         )
-        .unwrap();
+        .unwrap()
+    };
+    let mut weights = Vec::new();
+    for gamma in [1.0, 0.5] {
+        let mut t = new_trainer(config(gamma, &format!("phase-{gamma}")));
         let batch = t.collect_batch().unwrap();
         let adv = t.advantages(&batch.groups).unwrap();
         let behaviour = t.behaviour(&batch.groups).unwrap();
@@ -1193,15 +1195,7 @@ fn discounted_reinforce_pp_trains_on_token_advantages() {
             }
             assert!(discounted > 0, "no response's values differ along it");
         }
-        let mut fresh = Trainer::new(
-            config(gamma, &format!("step-{gamma}")),
-            model.clone(),
-            tok.clone(),
-            train.clone(),
-            None,
-            Default::default(),
-        )
-        .unwrap();
+        let mut fresh = new_trainer(config(gamma, &format!("step-{gamma}")));
         let m = fresh.step().unwrap();
         assert_eq!(m.updates, 1);
         weights.push(common::flat(fresh.policy()));

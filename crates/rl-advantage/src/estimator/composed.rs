@@ -157,12 +157,13 @@ impl AdvantageEstimator for Estimator {
             let correct: Vec<bool> = idx.iter().map(|&i| samples[i].correct).collect();
             let pass_rate = Daa::pass_rate(&correct);
             let weight = self.prompt_weight.weight(pass_rate);
+            let daa = self.daa.map(|d| (d, d.factor(pass_rate, idx.len())));
             for &i in idx {
                 for a in per[i].iter_mut() {
-                    if let Some(d) = self.daa
+                    if let Some((d, factor)) = daa
                         && d.amplifies(pass_rate, samples[i].correct, *a)
                     {
-                        *a *= d.factor(pass_rate, idx.len());
+                        *a *= factor;
                     }
                     *a *= weight;
                 }

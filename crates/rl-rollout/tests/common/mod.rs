@@ -139,6 +139,19 @@ pub fn serve_with(mut handler: impl FnMut(&str, &str) -> (u16, String) + Send + 
     }
 }
 
+impl Server {
+    /// Request body `i` (in arrival order), parsed as JSON.
+    pub fn json_body(&self, i: usize) -> serde_json::Value {
+        serde_json::from_str(&self.bodies.lock().unwrap()[i]).unwrap()
+    }
+
+    /// Every request body received so far, parsed as JSON (all must be JSON).
+    pub fn json_bodies(&self) -> Vec<serde_json::Value> {
+        let n = self.bodies.lock().unwrap().len();
+        (0..n).map(|i| self.json_body(i)).collect()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         // Unblock a pending accept, then join.
