@@ -30,16 +30,14 @@ fn the_default_split_is_the_tasks_and_the_warm_start_reads_the_pool() {
     assert_eq!(data.sft, train);
 }
 
-/// configs/demo_hard.toml: warm-start 600 per tier; RL pool 100 / 200 / 900 drawn after them;
-/// 300 held-out per tier. The three sets are disjoint, ids are 0..n, and the held-out set is the
-/// default split's first 300 per tier.
+/// The lab's crates/rl-lab/configs/demo_hard.toml: warm-start 600 per tier; RL pool
+/// 100 / 200 / 900 drawn after them; 300 held-out per tier. The three sets are disjoint, ids
+/// are 0..n, and the held-out set is the default split's first 300 per tier.
 #[test]
 fn a_disjoint_hard_pool_has_the_mix_and_shares_nothing() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/configs/demo_hard.toml"
-    ))
-    .unwrap();
+    let root = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    let text =
+        std::fs::read_to_string(format!("{root}/crates/rl-lab/configs/demo_hard.toml")).unwrap();
     let demo = ArithmeticDemo::from_toml_str(&text).unwrap();
     let data = demo.data().unwrap();
     let counts = |v: [usize; 3]| -> BTreeMap<String, usize> {

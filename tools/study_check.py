@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent check of the DA3PO study's statistics (docs/results.md), with scipy.
 
-Reads the committed run folders (docs/data/study_da3po/<setting>/seed-<s>/<run>/metrics.jsonl),
+Reads the committed run folders (crates/rl-lab/data/study_da3po/<setting>/seed-<s>/<run>/metrics.jsonl),
 takes each run's last held-out evaluation, and recomputes without any rlvr code:
 - the paired DA3PO - DAPO t test (mean, s.d., 95 % CI, p) for the hard and mixed settings, to
   compare with the report `rlvr study` writes;
@@ -11,7 +11,7 @@ takes each run's last held-out evaluation, and recomputes without any rlvr code:
   between the two settings' paired differences, and a Friedman test across the 9 DAA cells.
 
   python3 -m venv /tmp/sv && /tmp/sv/bin/pip install scipy
-  /tmp/sv/bin/python tools/study_check.py [--data docs/data/study_da3po]
+  /tmp/sv/bin/python tools/study_check.py [--data crates/rl-lab/data/study_da3po]
 """
 
 import argparse
@@ -60,7 +60,7 @@ def show(name, x):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="docs/data/study_da3po")
+    ap.add_argument("--data", default="crates/rl-lab/data/study_da3po")
     args = ap.parse_args()
     hard = paired(args.data, "hard", "da3po", range(11))
     mixed = paired(args.data, "mixed", "da3po", range(5))

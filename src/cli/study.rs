@@ -1,8 +1,7 @@
-//! `rlvr study`: the pre-registered studies ([`crate::study`]; configs/study_da3po.toml,
-//! configs/study_hard_prompts.toml). Trains the runs the
-//! study file plans that are not complete (stopping to start new ones after `--time-limit-min`),
-//! prints the report and, with `--report FILE`, writes it between the study markers of FILE
-//! (its plots go to img/ beside it).
+//! `rlvr study`: the pre-registered studies ([`crate::study`]; their files are
+//! crates/rl-lab/configs/study_*.toml). Trains the runs the study file plans that are not
+//! complete (stopping to start new ones after `--time-limit-min`), prints the report and, with
+//! `--report FILE`, writes it between the study markers of FILE (its plots go to img/ beside it).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,7 +16,7 @@ use rl_lab::study::{self, StudySpec, report, write_section};
 /// Arguments of `rlvr study`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StudyArgs {
-    /// The study file (e.g. configs/study_da3po.toml, configs/study_hard_prompts.toml).
+    /// The study file (e.g. crates/rl-lab/configs/study_da3po.toml).
     #[arg(long)]
     pub config: PathBuf,
     /// Markdown file whose study section is (re)written (e.g. docs/results.md).

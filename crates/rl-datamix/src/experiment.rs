@@ -636,23 +636,6 @@ mod tests {
     }
 
     #[test]
-    fn shipped_configs_parse() {
-        for (name, text) in [
-            (
-                "mix_synthetic.toml",
-                include_str!("../../../configs/mix_synthetic.toml"),
-            ),
-            (
-                "mix_sensitivity.toml",
-                include_str!("../../../configs/mix_sensitivity.toml"),
-            ),
-        ] {
-            let c = ExperimentConfig::from_toml(text, name).unwrap();
-            assert_eq!((c.steps, c.seeds.len()), (1000, 3), "{name}");
-        }
-    }
-
-    #[test]
     fn config_errors_name_key_and_valid_values() {
         let e = ExperimentConfig::from_toml("stepz = 3\n", "f.toml")
             .unwrap_err()

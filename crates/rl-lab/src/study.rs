@@ -1,6 +1,6 @@
 //! The pre-registered studies of docs/results.md: "Does DA3PO help on hard prompts?"
-//! (`configs/study_da3po.toml`) and "Hard-prompt methods against DAPO"
-//! (`configs/study_hard_prompts.toml`).
+//! (`crates/rl-lab/configs/study_da3po.toml`) and "Hard-prompt methods against DAPO"
+//! (`crates/rl-lab/configs/study_hard_prompts.toml`).
 //!
 //! A [`StudySpec`] (TOML) names task settings (demo overrides and seeds), the budget of every
 //! run (equal optimizer steps or equal generated responses), the methods paired with the

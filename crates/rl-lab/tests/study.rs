@@ -394,7 +394,7 @@ fn study_files_need_one_budget_and_valid_methods() {
 #[test]
 fn the_hard_prompt_study_config_resolves() {
     at_repo_root();
-    let text = std::fs::read_to_string("configs/study_hard_prompts.toml").unwrap();
+    let text = std::fs::read_to_string("crates/rl-lab/configs/study_hard_prompts.toml").unwrap();
     let spec = StudySpec::from_toml_str(&text).unwrap();
     spec.check().unwrap();
     assert_eq!(
@@ -415,37 +415,57 @@ fn the_hard_prompt_study_config_resolves() {
     );
     assert!(
         cfg.out_dir
-            .starts_with("docs/data/study_hard_prompts/hard/seed-0")
+            .starts_with("crates/rl-lab/data/study_hard_prompts/hard/seed-0")
     );
 }
 
-/// The DA3PO study's committed runs are still found, and its report regenerates byte for byte:
-/// the section of docs/results.md between the study markers (config keys added since the runs
-/// take their defaults when a marker is read back).
-#[test]
-fn the_committed_da3po_study_reports_identically() {
+/// A study's committed runs are still found, and its report regenerates byte for byte: the
+/// section of docs/results.md between its markers (config keys added since the runs take their
+/// defaults when a marker is read back), and its plots those in docs/img.
+fn assert_committed_report(config: &str, (begin, end): (&str, &str), pngs: &[&str]) {
     at_repo_root();
-    let text = std::fs::read_to_string("configs/study_da3po.toml").unwrap();
+    let text = std::fs::read_to_string(config).unwrap();
     let spec = StudySpec::from_toml_str(&text).unwrap();
-    let img = std::env::temp_dir().join(format!("rlvr-study-img-{}", std::process::id()));
-    let md = rl_lab::study::report(
-        &spec,
-        std::path::Path::new("configs/study_da3po.toml"),
-        &img,
-    )
-    .unwrap();
+    let img = std::env::temp_dir().join(format!(
+        "rlvr-study-img-{}-{}",
+        spec.section.as_deref().unwrap_or("da3po"),
+        std::process::id()
+    ));
+    let md = rl_lab::study::report(&spec, std::path::Path::new(config), &img).unwrap();
     let doc = std::fs::read_to_string("docs/results.md").unwrap();
-    let (begin, end) = ("<!-- rlvr study: begin -->", "<!-- rlvr study: end -->");
     let committed = &doc[doc.find(begin).unwrap()..doc.find(end).unwrap() + end.len()];
     assert_eq!(md.trim_end(), committed);
-    for png in ["study_ablation.png", "study_theorem.png"] {
+    for png in pngs {
         assert_eq!(
             std::fs::read(img.join(png)).unwrap(),
             std::fs::read(std::path::Path::new("docs/img").join(png)).unwrap(),
             "{png}"
         );
     }
-    std::fs::remove_dir_all(&img).unwrap();
+    if img.exists() {
+        std::fs::remove_dir_all(&img).unwrap();
+    }
+}
+
+#[test]
+fn the_committed_da3po_study_reports_identically() {
+    assert_committed_report(
+        "crates/rl-lab/configs/study_da3po.toml",
+        ("<!-- rlvr study: begin -->", "<!-- rlvr study: end -->"),
+        &["study_ablation.png", "study_theorem.png"],
+    );
+}
+
+#[test]
+fn the_committed_hard_prompt_study_reports_identically() {
+    assert_committed_report(
+        "crates/rl-lab/configs/study_hard_prompts.toml",
+        (
+            "<!-- rlvr study hard_prompts: begin -->",
+            "<!-- rlvr study hard_prompts: end -->",
+        ),
+        &[],
+    );
 }
 
 mod methods_report {
@@ -687,5 +707,6 @@ mod methods_report {
 /// The studies' configs and committed runs are named relative to the repository root, where
 /// `rlvr study` runs: every test of this file that reads them works from there.
 fn at_repo_root() {
-    std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).unwrap();
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    std::env::set_current_dir(std::path::Path::new(&manifest).join("../..")).unwrap();
 }
