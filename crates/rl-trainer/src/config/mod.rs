@@ -20,10 +20,10 @@ use rl_sampler::{
 use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
+mod algorithm_presets;
 mod distill;
 mod load;
 mod merge;
-mod presets;
 mod remote;
 mod validate;
 

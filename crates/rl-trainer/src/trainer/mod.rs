@@ -5,7 +5,7 @@
 //! | generate, score, filter | `rounds.rs` | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
 //! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
 //! | old/reference/teacher log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
-//! | token advantages (`[distill]`, REINFORCE++ with γ < 1) | `distill.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
+//! | token advantages (`[distill]`, REINFORCE++ with γ < 1) | `token_advantages.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
 //! | update | `update.rs` | batch + advantages + behaviour + mini-batches ([`Trainer::minibatches`]) → [`UpdateStats`] |
 //! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
 //! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
@@ -26,7 +26,6 @@
 //! as a [`RunEvent`], and the command line renders them.
 
 mod checkpoint;
-mod distill;
 mod held_out;
 mod logprobs;
 mod probe;
@@ -34,6 +33,7 @@ mod prompts;
 mod rounds;
 mod state;
 mod teacher;
+mod token_advantages;
 mod update;
 
 use std::path::Path;
@@ -49,13 +49,13 @@ use rl_sampler::{DynamicBatcher, RolloutGroup};
 use crate::atomic_dir::atomic_dir;
 pub use crate::step_stats::{EpisodeStats, GenerationStats, UpdateStats};
 pub use checkpoint::{config_diff, latest_checkpoint};
-pub use distill::TokenAdvantages;
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
 pub use prompts::end_token_ids;
 pub use rounds::{CollectedBatch, ReceivedRound};
 pub use state::{RoundReply, SubmittedRound, Trainer, TrainerState};
 use state::{Start, Writers};
+pub use token_advantages::TokenAdvantages;
 pub use update::{TrainBatch, plan_minibatches};
 
 use crate::TrainerError;

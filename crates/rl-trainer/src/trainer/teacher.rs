@@ -1,6 +1,6 @@
 //! The distillation teacher of `[distill]`: a frozen model loaded in this process and checked
 //! to share the policy's tokenizer, or a client of a server that scores given tokens. The
-//! phase that uses it is `distill.rs`.
+//! phase that uses it is `token_advantages.rs`.
 
 use std::path::Path;
 
