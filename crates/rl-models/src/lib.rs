@@ -93,3 +93,13 @@ pub use tokenizer::{ChatMessage, Tokenizer, render_chat, render_chat_with_tools}
 
 #[cfg(test)]
 mod flex_patch_tests;
+
+/// This crate's folder, for unit tests that read its fixtures: the one cargo names when it runs
+/// the test, so that a test binary built from another checkout reads this checkout's files
+/// (the folder it was compiled in when run without cargo).
+#[cfg(test)]
+pub(crate) fn crate_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| env!("CARGO_MANIFEST_DIR").into())
+}

@@ -1,14 +1,11 @@
 use super::*;
 use serde_json::json;
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/chat_templates.json"
-);
-
 /// The fixture file, read with its objects' key order kept.
 fn fixtures() -> Value {
-    let text = std::fs::read_to_string(FIXTURES).expect("read chat_templates.json");
+    let text =
+        std::fs::read_to_string(crate::crate_dir().join("tests/fixtures/chat_templates.json"))
+            .expect("read chat_templates.json");
     serde_json::from_str(&text).expect("parse chat_templates.json")
 }
 

@@ -474,10 +474,9 @@ mod tests {
     /// `GGUFReader`), in its order.
     #[test]
     fn chat_templates_are_written_as_gguf_py_writes_them() {
-        let text = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/gguf/chat_template_kvs.json"
-        ))
+        let text = std::fs::read_to_string(
+            crate::crate_dir().join("tests/fixtures/gguf/chat_template_kvs.json"),
+        )
         .unwrap();
         let fixture: Value = serde_json::from_str(&text).unwrap();
         let cases = fixture["cases"].as_array().unwrap();

@@ -503,7 +503,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn fixtures() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gguf")
+        crate::crate_dir().join("tests/fixtures/gguf")
     }
 
     fn load_json(name: &str) -> serde_json::Value {

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gguf")
+    crate::crate_dir().join("tests/fixtures/gguf")
 }
 
 fn load_json(name: &str) -> Value {

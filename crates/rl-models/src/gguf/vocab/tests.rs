@@ -314,9 +314,7 @@ pub(crate) fn fnv1a64<I: IntoIterator<Item = S>, S: ToString>(items: I) -> Strin
 }
 
 pub(crate) fn fixture_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/gguf")
-        .join(name)
+    crate::crate_dir().join("tests/fixtures/gguf").join(name)
 }
 
 fn read_json(path: &Path) -> Value {
@@ -501,7 +499,7 @@ fn vocab_from_tokenizer_json(path: &Path, fixture: &Value) -> GgufVocab {
 
 fn fetched_tokenizer(env: &str, folder: &str, script: &str) -> PathBuf {
     let path = std::env::var_os(env).map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
+        crate::crate_dir()
             .join("../../.cache")
             .join(folder)
             .join("tokenizer.json")
