@@ -1,6 +1,6 @@
 //! `rlvr eval --model DIR --data FILE`: k samples per prompt through any rollout engine, each
 //! verified; avg@n, unbiased pass@k and maj@k with standard errors and bootstrap intervals,
-//! overall and by the tier column (`rl_trainer::eval`).
+//! overall and by the tier column ([`rl_trainer::eval::BenchmarkRun`]).
 //!
 //! `--config` is a training config (TOML, every field optional): its `[data]` section names the
 //! columns, template and chat template, `reward.verifier` the verifier, `[rollout.engine]` the
@@ -9,23 +9,15 @@
 //! and prints a markdown table. Re-running with the same `--out` skips prompts whose samples are
 //! all in the file, and gives what an uninterrupted run would have given.
 
-use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::time::Instant;
 
 use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
-use rl_models::{CausalLm, Tokenizer};
-use rl_trainer::data::{Dataset, PromptRenderer};
-use rl_trainer::eval::benchmark::{
-    BenchmarkSettings, BenchmarkSummary, Scoring, append_samples, markdown_table, read_samples,
-    sample_benchmark, summarize, write_samples,
-};
+use rl_trainer::eval::benchmark::{BenchmarkSummary, markdown_table};
 use rl_trainer::eval::presets::{BENCHMARK_PRESETS, apply_benchmark_preset, default_ks};
-use rl_trainer::multi_turn::Episodes;
-use rl_trainer::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
-use rl_verifier::Bootstrap;
+use rl_trainer::eval::{BenchmarkEvent, BenchmarkRun, PreparedBenchmark};
+use rl_trainer::{TrainConfig, TrainerError};
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILURE, Io};
 use crate::backend::{BackendJob, BackendKind, run_on};
@@ -93,19 +85,14 @@ pub struct EvalArgs {
     pub backend: BackendKind,
 }
 
+/// The evaluation, its progress lines (the command's standard error) and the bar.
 struct Job<'a> {
-    /// Progress lines (the command's standard error).
     log: &'a mut dyn Write,
-    args: EvalArgs,
-    config: TrainConfig,
-    data: Dataset,
-    tokenizer: Tokenizer,
-    k: usize,
-    ks: Vec<usize>,
-    /// The data records skipped as unreadable.
-    skipped: Vec<String>,
+    benchmark: PreparedBenchmark,
 }
 
+/// The run `args` ask for: the preset, the config file over it and the flags over both; its
+/// tokenizer and prompts read.
 fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError> {
     let mut base = TrainConfig::default();
     if let Some(p) = &args.preset {
@@ -141,128 +128,63 @@ fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError>
             message: format!("{ks:?} with --k {k} (each k must be in 1..={k})"),
         });
     }
-    let tokenizer = Tokenizer::for_model(&args.model, args.tokenizer.as_deref())?;
-    let (mut data, skipped) = Dataset::load_skipping_bad_records(&args.data, &config.data)?;
-    if config.eval.max_prompts > 0 {
-        data.prompts.truncate(config.eval.max_prompts);
-    }
-    let skipped: Vec<String> = skipped.iter().map(|e| e.to_string()).collect();
-    for s in &skipped {
-        let _ = writeln!(log, "skipped: {s}");
-    }
-    Ok(Job {
-        skipped,
-        log,
-        args,
+    let benchmark = BenchmarkRun {
+        seed: args.seed.unwrap_or(config.seed),
         config,
-        data,
-        tokenizer,
+        model: args.model,
+        tokenizer: args.tokenizer,
+        data: args.data,
+        out: args.out,
         k,
         ks,
-    })
+        prompts_per_call: args.prompts_per_call,
+        bootstrap: args.bootstrap,
+    }
+    .prepare()?;
+    for s in &benchmark.skipped {
+        let _ = writeln!(log, "skipped: {s}");
+    }
+    Ok(Job { log, benchmark })
 }
 
 impl BackendJob for Job<'_> {
     type Output = Result<String, TrainerError>;
 
     fn run<B: AutodiffBackend>(self, device: B::Device) -> Result<String, TrainerError> {
-        let Job {
-            log,
-            args,
-            mut config,
-            data,
-            tokenizer,
-            k,
-            ks,
-            skipped,
-        } = self;
-        std::fs::create_dir_all(&args.out).map_err(|e| TrainerError::io(&args.out, e))?;
-        // A managed engine writes its weights under out_dir.
-        config.out_dir = args.out.join("engine");
-        let policy = <CausalLm<B> as Policy<B>>::load(&args.model, &device)?;
-        let allowed = tokenizer.num_defined_ids().min(policy.vocab_size());
-        let mut engine = build_engine(&config, &policy, &tokenizer, allowed, 0)?;
-        let verifier = config.build_verifier()?;
-        let end_ids = end_token_ids(&tokenizer);
-        let samples_path = args.out.join("samples.jsonl");
-        let mut records = read_samples(&samples_path, k)?;
-        // Keep only whole prompts (a file cut short mid-prompt loses that prompt's partial lines).
-        write_samples(&samples_path, &records)?;
-        let done: BTreeSet<u64> = records.iter().map(|r| r.prompt).collect();
-        let seed = args.seed.unwrap_or(config.seed);
-        let settings = BenchmarkSettings {
-            k,
-            params: config.eval_sampling(&end_ids),
-            seed,
-            prompts_per_call: args.prompts_per_call,
-        };
-        let todo = data
-            .prompts
-            .iter()
-            .filter(|p| !done.contains(&p.id))
-            .count();
-        let _ = writeln!(
-            log,
-            "eval: {} prompts × {k} samples through {}, seed {seed} ({} already in {})",
-            data.len(),
-            engine.name(),
-            data.len() - todo,
-            samples_path.display()
-        );
-        let mut progress = Bar::new(todo, k);
-        let t0 = Instant::now();
-        let mut file = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&samples_path)
-            .map_err(|e| TrainerError::io(&samples_path, e))?;
-        let episodes = Episodes::of(&config)?;
-        let renderer =
-            PromptRenderer::new(&config.data).with_tools(Episodes::prompt_tools(episodes.as_ref()));
-        let scoring = Scoring {
-            renderer: &renderer,
-            tokenizer: &tokenizer,
-            end_ids: &end_ids,
-            verifier: verifier.as_ref(),
-            episodes: episodes.as_ref(),
-            enable_thinking: renderer.enable_thinking(),
-        };
-        sample_benchmark(
-            &mut |requests| Ok(engine.generate(&requests)?),
-            &data.prompts,
-            &scoring,
-            &settings,
-            &done,
-            |batch, sampled| {
-                append_samples(&mut file, &samples_path, batch)?;
-                records.extend_from_slice(batch);
-                progress.update(sampled, t0.elapsed().as_secs_f64(), &mut *log);
-                Ok(())
-            },
-        )?;
-        progress.finish();
-        // Prompts of the file beyond --limit stay in it but are not scored.
-        let ids: BTreeSet<u64> = data.prompts.iter().map(|p| p.id).collect();
-        records.retain(|r| ids.contains(&r.prompt));
-        let mut summary = summarize(
-            &records,
-            &ks,
-            Bootstrap {
-                resamples: args.bootstrap,
+        let Job { log, benchmark } = self;
+        let ks = benchmark.ks().to_vec();
+        let mut bar: Option<Bar> = None;
+        let summary = benchmark.run::<B>(&device, &mut |event| match event {
+            BenchmarkEvent::Start {
+                prompts,
+                done,
+                k,
+                engine,
                 seed,
-            },
-        )?;
-        summary.skipped_records = skipped;
-        let summary_path = args.out.join("summary.json");
-        let json = serde_json::to_string_pretty(&summary)
-            .map_err(|e| TrainerError::io(&summary_path, e.into()))?;
-        std::fs::write(&summary_path, json).map_err(|e| TrainerError::io(&summary_path, e))?;
+                samples,
+            } => {
+                let _ = writeln!(
+                    log,
+                    "eval: {prompts} prompts × {k} samples through {engine}, seed {seed} ({done} already in {})",
+                    samples.display()
+                );
+                bar = Some(Bar::new(prompts - done, k));
+            }
+            BenchmarkEvent::Sampled {
+                prompts, seconds, ..
+            } => {
+                if let Some(b) = &mut bar {
+                    b.update(prompts, seconds, &mut *log);
+                }
+            }
+        })?;
+        if let Some(b) = &bar {
+            b.finish();
+        }
         Ok(markdown_table(&summary, &ks) + &noise_note(&summary))
     }
 }
 
-/// Progress on stderr: a bar on a terminal, else a line per engine call with the rate and the
-/// time left.
 struct Bar {
     bar: Option<ProgressBar>,
     todo: usize,
@@ -366,8 +288,10 @@ mod tests {
     use super::*;
     use crate::cli::EXIT_OK;
     use burn::backend::Flex;
-    use rl_models::ModelConfig;
+    use rl_models::{CausalLm, ModelConfig};
+    use rl_trainer::end_token_ids;
     use rl_trainer::tasks::ArithmeticTask;
+    use std::collections::BTreeSet;
 
     /// A tiny random Qwen3 with the arithmetic task's tokenizer, a data file of `rows` (raw JSON
     /// lines) and a config for them: `{problem}=` without the chat template, answers in `answer`.
