@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use burn::tensor::backend::AutodiffBackend;
 use indicatif::{ProgressBar, ProgressStyle};
 use rl_trainer::eval::benchmark::{BenchmarkSummary, markdown_table};
-use rl_trainer::eval::presets::{BENCHMARK_PRESETS, apply_benchmark_preset, default_ks};
+use rl_trainer::eval::presets::{BENCHMARK_PRESETS, apply_benchmark_preset, default_ks, ks_fit};
 use rl_trainer::eval::{BenchmarkEvent, BenchmarkRun, PreparedBenchmark};
 use rl_trainer::{TrainConfig, TrainerError};
 
@@ -122,7 +122,7 @@ fn prepare(args: EvalArgs, log: &mut dyn Write) -> Result<Job<'_>, TrainerError>
     }
     let k = args.k.unwrap_or(config.eval.k);
     let ks = args.pass_k.clone().unwrap_or_else(|| default_ks(k));
-    if k == 0 || ks.iter().any(|&x| x == 0 || x > k) {
+    if !ks_fit(k, &ks) {
         return Err(TrainerError::Config {
             field: "--pass-k".into(),
             message: format!("{ks:?} with --k {k} (each k must be in 1..={k})"),

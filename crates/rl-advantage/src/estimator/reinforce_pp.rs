@@ -195,13 +195,8 @@ impl AdvantageEstimator for ReinforcePlusPlus {
         &self,
         batch: &GroupedBatch<'_>,
     ) -> Option<Result<Vec<Vec<f64>>, AdvantageError>> {
-        if !self.discounts() {
-            return None;
-        }
-        let mut check = vec![0.0; batch.len()];
-        if let Err(e) = batch.per_group(&mut check, |_, _, _, _| Ok(())) {
-            return Some(Err(e));
-        }
-        Some(Ok(self.discounted_advantages(batch)))
+        // The groups were checked when the batch was built (`GroupedBatch::new`).
+        self.discounts()
+            .then(|| Ok(self.discounted_advantages(batch)))
     }
 }

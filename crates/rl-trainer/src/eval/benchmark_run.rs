@@ -18,6 +18,7 @@ use super::benchmark::{
     BenchmarkSettings, BenchmarkSummary, Scoring, append_samples, read_samples, sample_benchmark,
     summarize, write_samples,
 };
+use super::presets::ks_fit;
 use crate::data::{Dataset, PromptRenderer};
 use crate::multi_turn::Episodes;
 use crate::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
@@ -91,7 +92,7 @@ impl BenchmarkRun {
     /// listed in [`PreparedBenchmark::skipped`]) and keeps the first `eval.max_prompts`.
     pub fn prepare(self) -> Result<PreparedBenchmark, TrainerError> {
         let (k, ks) = (self.k, &self.ks);
-        if k == 0 || ks.iter().any(|&x| x == 0 || x > k) {
+        if !ks_fit(k, ks) {
             return Err(TrainerError::Config {
                 field: "ks".into(),
                 message: format!("{ks:?} with k = {k} (each must be in 1..={k}, and k >= 1)"),

@@ -50,6 +50,12 @@ pub fn default_ks(k: usize) -> Vec<usize> {
     ks
 }
 
+/// Whether pass@k and maj@k can be estimated for every k of `ks` from `k` samples per prompt:
+/// k ≥ 1 and each of `ks` in 1..=k.
+pub fn ks_fit(k: usize, ks: &[usize]) -> bool {
+    k >= 1 && ks.iter().all(|&x| (1..=k).contains(&x))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -435,10 +435,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                     out.push(Vec::new());
                     continue;
                 }
-                let sampled = |j: usize| r.sampled.as_ref().is_none_or(|m| m[j]);
                 out.push(
                     (0..r.response.len())
-                        .map(|j| match r.train && sampled(j) {
+                        .map(|j| match r.train && r.is_sampled(j) {
                             true => v.next().unwrap_or(0.0) as f32,
                             false => 0.0,
                         })

@@ -148,11 +148,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 let keep = |v: &[f32]| -> Vec<f32> {
                     v.iter()
                         .enumerate()
-                        .filter(|(j, _)| {
-                            r.sampled
-                                .as_ref()
-                                .is_none_or(|m| m.get(*j).copied().unwrap_or(false))
-                        })
+                        .filter(|(j, _)| r.is_sampled(*j))
                         .map(|(_, x)| *x)
                         .collect()
                 };
