@@ -40,6 +40,7 @@ CRATES=(
     "burn-communication 0.21.0 0da93381634fb6ef2fbf9a19415439b1658bcdf2e044a8909caa54b8960e63bb"
     "burn-flex 0.21.0 0098bf6555c151517b4c98ca0e8ed1ab6a976e40f5f4e967c117b00eee21e192"
     "gemm-common 0.19.0 88027625910cc9b1085aaaa1c4bc46bb3a36aad323452b33c25b5e4e7c8e2a3e"
+    "macerator 0.3.4 2ddeaadb76e307b1d2b4836adee77910d405b9f6c1ca031bc81a7a398e2b22f2"
 )
 
 root="$(cd "$(dirname "$0")/.." && pwd -P)"

@@ -982,6 +982,21 @@ macro_rules! __inject_mod_cplx {
     };
 }
 
+/// rlvr patch (third_party/PATCHED.md): true when the environment variable `RLVR_NO_AVX512`
+/// is `1` when the first product of an element type is computed: the AVX2/FMA kernels then
+/// serve every product, as on a CPU without AVX-512, so that both kernel paths can be tested on
+/// one AVX-512 machine. Read once per element type (the kernel choice is cached).
+#[cfg(feature = "std")]
+pub fn avx512_refused() -> bool {
+    ::std::env::var_os("RLVR_NO_AVX512").is_some_and(|v| v == "1")
+}
+
+/// rlvr patch: without `std` there is no environment to read; the CPU decides.
+#[cfg(not(feature = "std"))]
+pub fn avx512_refused() -> bool {
+    false
+}
+
 #[macro_export]
 macro_rules! gemm_def {
     ($ty: tt, $multiplier: expr) => {
@@ -1016,7 +1031,10 @@ macro_rules! gemm_def {
                 // made the destination column-major); thinner ones (decode's GEMV-like products)
                 // keep the AVX2/FMA kernels, which are faster there.
                 #[cfg(feature = "x86-v4")]
-                if $crate::feature_detected!("avx512f") && $crate::feature_detected!("fma") {
+                if $crate::feature_detected!("avx512f")
+                    && $crate::feature_detected!("fma")
+                    && !$crate::gemm::avx512_refused()
+                {
                     return v4_by_rows;
                 }
                 if $crate::feature_detected!("fma") {
