@@ -364,8 +364,68 @@ pub fn policy_update_with_teacher<B: AutodiffBackend, P: Policy<B>>(
     parallel: &DataParallel<B::InnerBackend>,
     distill: Option<FullDistill<'_, P>>,
 ) -> Result<UpdateOutcome<P>, TrainerError> {
+    let PolicyGradients {
+        grads,
+        metrics,
+        is_stats,
+        divergence,
+    } = policy_gradients(&policy, settings, seqs, device, parallel, distill)?;
+    let Some(grads) = grads else {
+        return Ok(UpdateOutcome {
+            policy,
+            metrics,
+            grad_norm: f64::NAN,
+            applied: false,
+            is_stats,
+            divergence,
+        });
+    };
+    let step = optim.step(settings.lr, policy, grads);
+    Ok(UpdateOutcome {
+        policy: step.model,
+        metrics,
+        grad_norm: step.grad_norm,
+        applied: step.applied,
+        is_stats,
+        divergence,
+    })
+}
+
+/// What [`policy_gradients`] computed over a mini-batch.
+#[derive(Debug)]
+pub struct PolicyGradients {
+    /// The gradient of the mini-batch's loss (summed over the data-parallel workers), before
+    /// clipping; `None` when the loss or the distillation divergence was not finite (no
+    /// gradient is then exchanged or used).
+    pub grads: Option<GradientsParams>,
+    /// Loss terms and diagnostics, merged over the micro-batches and summed over the workers.
+    pub metrics: LossMetrics,
+    /// As [`UpdateOutcome::is_stats`].
+    pub is_stats: Option<IsStats>,
+    /// As [`UpdateOutcome::divergence`].
+    pub divergence: Option<(f64, usize)>,
+}
+
+/// The gradient phase of [`policy_update_with_teacher`]: the mini-batch's micro-batches
+/// forwarded and back-propagated one at a time with the global counts, their gradients
+/// accumulated and summed over the workers. The policy is read, not changed; `settings.lr` is
+/// not used. Tests compare two ways of computing one update through this phase, before an
+/// optimizer turns rounding differences into different steps.
+///
+/// Workers that are threads of one process each need a policy with its own autodiff leaves
+/// (a loaded copy, or a clone passed through [`burn::module::Module::fork`]): burn's autodiff
+/// graph is shared by a process's threads, and concurrent backward passes through the same
+/// leaves corrupt each other's gradients ([`crate::Trainer::with_collective`] forks its policy).
+pub fn policy_gradients<B: AutodiffBackend, P: Policy<B>>(
+    policy: &P,
+    settings: UpdateSettings<'_>,
+    seqs: &[TrainSeq<'_>],
+    device: &B::Device,
+    parallel: &DataParallel<B::InnerBackend>,
+    distill: Option<FullDistill<'_, P>>,
+) -> Result<PolicyGradients, TrainerError> {
     let UpdateSettings {
-        lr,
+        lr: _,
         loss: loss_cfg,
         micro_batch: micro,
         micro_batch_tokens: budget,
@@ -455,11 +515,11 @@ pub fn policy_update_with_teacher<B: AutodiffBackend, P: Policy<B>>(
         };
         let out = compute_loss(loss_cfg, input, global)?;
         metrics.merge(&out.metrics);
-        pass.backward_into(out.loss, &policy, &mut acc);
+        pass.backward_into(out.loss, policy, &mut acc);
         if let (Some(d), Some(m)) = (&distill, train_mask) {
             let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(m, shape), device);
             let (term, sum) = distill_term(
-                &policy,
+                policy,
                 d,
                 &a.ids,
                 &a.starts,
@@ -470,10 +530,7 @@ pub fn policy_update_with_teacher<B: AutodiffBackend, P: Policy<B>>(
             )?;
             divergence.0 += sum;
             divergence.1 += counts(chunk).tokens;
-            acc.accumulate(
-                &policy,
-                GradientsParams::from_grads(term.backward(), &policy),
-            );
+            acc.accumulate(policy, GradientsParams::from_grads(term.backward(), policy));
         }
     }
     let metrics = parallel.sum_loss_metrics(&metrics)?;
@@ -491,23 +548,14 @@ pub fn policy_update_with_teacher<B: AutodiffBackend, P: Policy<B>>(
         }
         None => None,
     };
-    if !metrics.loss.is_finite() || divergence.is_some_and(|d| !d.0.is_finite()) {
-        return Ok(UpdateOutcome {
-            policy,
-            metrics,
-            grad_norm: f64::NAN,
-            applied: false,
-            is_stats,
-            divergence,
-        });
-    }
-    let grads = parallel.all_reduce_grads(&policy, acc.grads())?;
-    let step = optim.step(lr, policy, grads);
-    Ok(UpdateOutcome {
-        policy: step.model,
+    let grads = if !metrics.loss.is_finite() || divergence.is_some_and(|d| !d.0.is_finite()) {
+        None
+    } else {
+        Some(parallel.all_reduce_grads(policy, acc.grads())?)
+    };
+    Ok(PolicyGradients {
+        grads,
         metrics,
-        grad_norm: step.grad_norm,
-        applied: step.applied,
         is_stats,
         divergence,
     })

@@ -996,9 +996,11 @@ fn docs_trainer_md_lists_every_field_with_its_default() {
 ///   ratio by ≈ δ, and the loss, a weighted mean of ratios times advantages, by as little); the
 ///   KL term, a difference of f32 numbers near 1, within the bound derived beside its check;
 /// - Σ|log π_old − log π_rollout| agrees to tokens × 1e-6 (δ per token);
-/// - the parameters through the update they received, ‖θ₁ − θ₂‖ / ‖θ₁ − θ₀‖ < 1e-4, as in
-///   tests/distributed.rs (AdamW's ≈ lr·sign(g) step lets a parameter whose gradient is near
-///   ε move differently under rounding, but such parameters are few).
+/// - the parameters through the update they received, ‖θ₁ − θ₂‖ / ‖θ₁ − θ₀‖ < 1e-5 over all
+///   but the 0.1 % of elements that moved apart most (`common::trimmed_update_gap`: AdamW's
+///   step of an element whose gradient is within a few ε of zero depends on the gradient's last
+///   bits). Measured 8.9e-7–1.1e-6 on both SIMD paths of an AVX-512 Xeon (2026-12-07; all
+///   elements: up to 1.6e-5); the bound leaves a factor 9.
 #[test]
 fn one_update_per_batch_takes_pi_old_from_its_own_forward_exactly() {
     use rl_loss::IsCorrection;
@@ -1107,17 +1109,11 @@ fn one_update_per_batch_takes_pi_old_from_its_own_forward_exactly() {
             );
         }
         let start = common::flat(&model);
-        let norm = |a: &[f32], b: &[f32]| {
-            a.iter()
-                .zip(b)
-                .map(|(x, y)| ((x - y) as f64).powi(2))
-                .sum::<f64>()
-                .sqrt()
-        };
-        let (gap, update) = (norm(&one.1, &two.1), norm(&one.1, &start));
+        let gap = common::trimmed_update_gap(&two.1, &one.1, &start);
+        eprintln!("{correction:?}: parameters {gap:e} of the update apart");
         assert!(
-            update > 0.0 && gap / update < 1e-4,
-            "{correction:?}: {gap} of {update}"
+            gap < 1e-5,
+            "{correction:?}: parameters {gap:e} of the update apart"
         );
     }
 }
