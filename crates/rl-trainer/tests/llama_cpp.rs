@@ -252,7 +252,10 @@ fn smollm2_chat(question: &str) -> String {
 /// The real Llama-family model: SmolLM2-135M-Instruct read from its Q4_1 GGUF (dequantized),
 /// written as an HF folder and exported to an f32 GGUF for llama-server. Greedy continuations
 /// of 5 prompts (ChatML and plain) are identical token for token, and the per-token log-probs
-/// agree within 1e-3.
+/// agree within 1e-3 — up to a near-tie: the two implementations round differently (and each
+/// differently on AVX-512 and AVX2 CPUs), so where rl-models' own top-2 log-probs are within
+/// 2e-3 of each other (twice the log-prob bound) the greedy choice may differ, and the prompt is
+/// compared only up to that step.
 #[test]
 fn smollm2_greedy_continuations_match_llama_server() {
     let Some(ServedSmolLm2 {
@@ -280,29 +283,61 @@ fn smollm2_greedy_continuations_match_llama_server() {
         LlamaCppEngine::new(&server.url(), RetryPolicy::default(), 0, vocab, 2, None).unwrap();
     let theirs = engine.generate(&requests).unwrap();
     let mut worst = 0.0f32;
+    let mut compared = 0usize;
     for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
         let (a, b) = (&a[0], &b[0]);
-        assert_eq!(
-            a.tokens,
-            b.tokens,
-            "prompt {i}: rl-models {:?} vs llama-server {:?}",
-            tok.decode(&a.tokens, false),
-            tok.decode(&b.tokens, false)
-        );
-        for (x, y) in a.logprobs.iter().zip(&b.logprobs) {
+        let same = a
+            .tokens
+            .iter()
+            .zip(&b.tokens)
+            .take_while(|(x, y)| x == y)
+            .count();
+        if same < a.tokens.len().max(b.tokens.len()) {
+            let context = [requests[i].prompt_ids.as_slice(), &a.tokens[..same]].concat();
+            let margin = top2_margin(&model.valid(), &context);
+            assert!(
+                same < a.tokens.len().min(b.tokens.len()) && margin < 2e-3,
+                "prompt {i}: rl-models {:?} vs llama-server {:?}, apart from step {same} where \
+                 rl-models' top-2 margin is {margin:e}",
+                tok.decode(&a.tokens, false),
+                tok.decode(&b.tokens, false)
+            );
+            eprintln!("prompt {i}: a near-tie at step {same} (margin {margin:e})");
+        }
+        for (x, y) in a.logprobs.iter().zip(&b.logprobs).take(same) {
             worst = worst.max((x - y).abs());
         }
+        compared += same;
     }
-    let generated: usize = ours.iter().map(|o| o[0].tokens.len()).sum();
     eprintln!(
-        "SmolLM2: {generated} greedy tokens equal; largest |log-prob difference| rl-models vs \
+        "SmolLM2: {compared} greedy tokens equal; largest |log-prob difference| rl-models vs \
          llama-server: {worst:.2e}"
     );
     assert!(
-        generated >= 20,
-        "only {generated} tokens generated: not a comparison"
+        compared >= 20,
+        "only {compared} tokens compared: not a comparison"
     );
     assert!(worst < 1e-3, "{worst}");
+}
+
+/// The gap between the two largest log-probs of the next token after `ids` (the same as between
+/// the two largest logits).
+fn top2_margin(model: &CausalLm<burn::backend::Flex>, ids: &[u32]) -> f32 {
+    let n = ids.len();
+    let input = burn::tensor::Tensor::<burn::backend::Flex, 1, burn::tensor::Int>::from_data(
+        burn::tensor::TensorData::new(ids.iter().map(|&x| x as i64).collect::<Vec<_>>(), [n]),
+        &Default::default(),
+    )
+    .reshape([1, n]);
+    let logits = model.forward(input, None, None).unwrap();
+    let vocab = logits.dims()[2];
+    let mut last: Vec<f32> = logits
+        .slice([0..1, n - 1..n, 0..vocab])
+        .into_data()
+        .to_vec()
+        .unwrap();
+    last.sort_by(|a, b| b.total_cmp(a));
+    last[0] - last[1]
 }
 
 /// Sampled at T = 1, SmolLM2 emits byte tokens that end inside a multi-byte UTF-8 character, and
