@@ -22,8 +22,8 @@ use serde_json::Value;
 type B = Flex;
 
 /// The fixture models: Qwen3 (`tools/gen_qwen3_fixtures.py`), Llama and Qwen2
-/// (`tools/gen_llama_fixtures.py`).
-const MODELS: [&str; 7] = [
+/// (`tools/gen_llama_fixtures.py`), Gemma 3 (`tools/gen_gemma3_fixtures.py`).
+const MODELS: [&str; 9] = [
     "tied_bf16",
     "untied_f16_sharded",
     "wide_f32_hub",
@@ -31,6 +31,8 @@ const MODELS: [&str; 7] = [
     "llama_untied_rope3",
     "llama_bias",
     "qwen2_bias",
+    "gemma3_mqa",
+    "gemma3_gqa_hub",
 ];
 const LOGIT_TOL: f32 = 1e-4;
 

@@ -34,8 +34,12 @@ pub(crate) fn expected_tensors(config: &ModelConfig) -> Vec<(String, Vec<usize>)
             out.push((format!("{p}.self_attn.q_norm.weight"), vec![hd]));
             out.push((format!("{p}.self_attn.k_norm.weight"), vec![hd]));
         }
+        out.push((format!("{p}.post_attention_layernorm.weight"), vec![h]));
+        if config.family.sandwich_norms() {
+            out.push((format!("{p}.pre_feedforward_layernorm.weight"), vec![h]));
+            out.push((format!("{p}.post_feedforward_layernorm.weight"), vec![h]));
+        }
         out.extend([
-            (format!("{p}.post_attention_layernorm.weight"), vec![h]),
             (format!("{p}.mlp.gate_proj.weight"), vec![i, h]),
             (format!("{p}.mlp.up_proj.weight"), vec![i, h]),
             (format!("{p}.mlp.down_proj.weight"), vec![h, i]),
@@ -50,7 +54,8 @@ pub(crate) fn expected_tensors(config: &ModelConfig) -> Vec<(String, Vec<usize>)
 
 /// Tensors per decoder layer in [`expected_tensors`].
 pub(crate) fn tensors_per_layer(config: &ModelConfig) -> usize {
-    9 + 3 * usize::from(config.qkv_bias)
+    9 + 2 * usize::from(config.family.sandwich_norms())
+        + 3 * usize::from(config.qkv_bias)
         + usize::from(config.o_bias)
         + 2 * usize::from(config.qk_norm())
 }

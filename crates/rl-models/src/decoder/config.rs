@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::family::Family;
 use crate::error::ModelError;
-use crate::families::family::Family;
 
 /// The shape and settings of a model. Field names are those of HF `config.json`.
 ///
@@ -62,6 +62,50 @@ pub struct ModelConfig {
     pub torch_dtype: Option<String>,
     /// Std of the normal init used by [`ModelConfig::init_seeded`] (HF: 0.02).
     pub initializer_range: f64,
+    /// Sliding-window attention in some layers (Gemma 3's local layers), or `None`: every layer
+    /// attends to every earlier position.
+    pub sliding_window: Option<SlidingWindow>,
+    /// Attention scores are scaled by `query_pre_attn_scalar^(-1/2)` (Gemma 3); `None`:
+    /// `head_dim^(-1/2)`.
+    pub query_pre_attn_scalar: Option<f64>,
+}
+
+/// The local layers of a model with interleaved sliding-window attention (Gemma 3): which
+/// layers are local, how far back they see, and their RoPE base.
+///
+/// A query of a local layer at position `p` attends to the keys at positions `p − size + 1 ..= p`
+/// (HF `sliding_window`: `kv_idx > q_idx − sliding_window`; positions count the real tokens of
+/// the row, which for left or right padding is HF's index distance). The other layers are
+/// global: they see every earlier position and use the config's `rope_theta`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlidingWindow {
+    /// Positions a local layer's query sees, itself included (HF `sliding_window`, > 0).
+    pub size: usize,
+    /// Per decoder layer, whether it is local (HF `layer_types[i] == "sliding_attention"`);
+    /// one entry per layer.
+    pub local_layers: Vec<bool>,
+    /// The RoPE base θ of the local layers (HF `rope_local_base_freq`, or transformers 5's
+    /// `rope_parameters.sliding_attention.rope_theta`).
+    pub rope_theta: f64,
+}
+
+impl SlidingWindow {
+    /// Gemma 3's layout: every `pattern`-th layer (1-based) global, the others local (HF
+    /// `sliding_window_pattern`, llama.cpp's `n_swa_pattern`).
+    pub fn every(pattern: usize, layers: usize, size: usize, rope_theta: f64) -> Self {
+        Self {
+            size,
+            local_layers: (0..layers)
+                .map(|i| pattern == 0 || !(i + 1).is_multiple_of(pattern))
+                .collect(),
+            rope_theta,
+        }
+    }
+
+    /// Whether layer `i` is local.
+    pub fn is_local(&self, i: usize) -> bool {
+        self.local_layers.get(i).copied().unwrap_or(false)
+    }
 }
 
 /// RoPE frequency scaling of type `llama3` (HF `rope_scaling` / `rope_parameters` with
@@ -477,6 +521,39 @@ impl ModelConfig {
                 ));
             }
         }
+        if let Some(w) = &self.sliding_window {
+            if self.family != Family::Gemma3 {
+                return Err(invalid(
+                    "sliding_window",
+                    &json!(w.size),
+                    &format!(
+                        "null (sliding-window attention is not supported for {})",
+                        self.family
+                    ),
+                ));
+            }
+            if w.size == 0 {
+                return Err(invalid(
+                    "sliding_window",
+                    &json!(w.size),
+                    "a positive integer",
+                ));
+            }
+            if w.local_layers.len() != self.num_hidden_layers {
+                return Err(invalid(
+                    "layer_types",
+                    &json!(w.local_layers.len()),
+                    &format!(
+                        "one entry per layer: num_hidden_layers = {}",
+                        self.num_hidden_layers
+                    ),
+                ));
+            }
+            positive_finite("rope_local_base_freq", w.rope_theta)?;
+        }
+        if let Some(s) = self.query_pre_attn_scalar {
+            positive_finite("query_pre_attn_scalar", s)?;
+        }
         if self.family == Family::Qwen3 && (self.qkv_bias || self.o_bias) {
             return Err(invalid(
                 "attention_bias",
@@ -531,6 +608,9 @@ impl ModelConfig {
             .checked_add(q.checked_mul(h)?)?
             .checked_add(h.checked_mul(i)?.checked_mul(3)?)?
             .checked_add(h.checked_mul(2)?)?;
+        if self.family.sandwich_norms() {
+            layer = layer.checked_add(h.checked_mul(2)?)?;
+        }
         if self.qk_norm() {
             layer = layer.checked_add(hd.checked_mul(2)?)?;
         }
@@ -575,6 +655,8 @@ impl ModelConfig {
             eos_token_id: vec![151_645],
             torch_dtype: Some("bfloat16".to_string()),
             initializer_range: 0.02,
+            sliding_window: None,
+            query_pre_attn_scalar: None,
         }
     }
 
@@ -621,6 +703,8 @@ impl ModelConfig {
             eos_token_id: vec![2],
             torch_dtype: Some("bfloat16".to_string()),
             initializer_range: 0.041_666_666_666_666_664,
+            sliding_window: None,
+            query_pre_attn_scalar: None,
         }
     }
 
@@ -647,6 +731,8 @@ impl ModelConfig {
             eos_token_id: Vec::new(),
             torch_dtype: Some("float32".to_string()),
             initializer_range: 0.02,
+            sliding_window: None,
+            query_pre_attn_scalar: None,
         }
     }
 }

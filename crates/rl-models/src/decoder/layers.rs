@@ -1,6 +1,7 @@
-//! The layers of a decoder block: bias-free linear (HF layout), RMSNorm, grouped-query attention
-//! (fused, or over the KV cache's parts), SwiGLU MLP and the block itself. Every linear product
-//! goes through `matmul.rs`'s GEMM orientation rule.
+//! The layers of a decoder block: bias-free linear (HF layout), RMSNorm (`x̂ · w`, or Gemma's
+//! `x̂ · (1 + w)`), grouped-query attention (fused, or over the KV cache's parts; global or
+//! sliding-window), the gated MLP (SwiGLU or GeGLU) and the block itself (pre-norm, or Gemma's
+//! four norms). Every linear product goes through `matmul.rs`'s GEMM orientation rule.
 
 use burn::module::{Module, Param};
 use burn::tensor::activation::{silu, softmax};
@@ -9,6 +10,7 @@ use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{DType, FloatDType, Tensor};
 
+use super::family::Activation;
 use super::kv_cache::{CACHE_TAIL, CacheWrite, LayerCache};
 use super::lora::LoraAdapter;
 use super::matmul::matmul_hf;
@@ -54,24 +56,34 @@ impl<B: Backend> Linear<B> {
     }
 }
 
-/// RMSNorm as HF `Qwen3RMSNorm`: `y = weight * (x * rsqrt(mean(x²) + eps))`, statistics in f32.
+/// RMSNorm as HF `Qwen3RMSNorm`: `y = weight * (x * rsqrt(mean(x²) + eps))`, statistics in f32;
+/// with `unit_offset`, as HF `Gemma3RMSNorm`: `y = (x * rsqrt(mean(x²) + eps)) * (1 + weight)`.
 #[derive(Module, Debug)]
 pub struct RmsNorm<B: Backend> {
-    /// Scale, initialised to 1 (HF name `weight`).
+    /// Scale, initialised to 1 (HF name `weight`); with `unit_offset` the offset of the scale
+    /// from 1, initialised to 0.
     pub weight: Param<Tensor<B, 1>>,
     /// Epsilon (`rms_norm_eps`).
     pub eps: f64,
+    /// The scale is `1 + weight` (Gemma).
+    pub unit_offset: bool,
 }
 
 impl<B: Backend> RmsNorm<B> {
     /// Normalises over the last dimension. A bf16 `x` is normalised in f32 and cast back before
-    /// the weight (in bf16) multiplies it, as HF does.
+    /// the weight (in bf16) multiplies it, as HF's Llama and Qwen do; with `unit_offset` the
+    /// product with `1 + weight` is taken in f32 and rounded once, as HF's Gemma does
+    /// (`(x * w).to(dtype)`).
     pub fn forward<const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
         let dtype = x.dtype();
         let x = x.cast(FloatDType::F32);
         let inv = (x.clone().square().mean_dim(D - 1) + self.eps)
             .sqrt()
             .recip();
+        if self.unit_offset {
+            let scale = self.weight.val().cast(FloatDType::F32) + 1.0;
+            return (x * inv * scale.unsqueeze::<D>()).cast(dtype);
+        }
         (x * inv).cast(dtype) * self.weight.val().cast(dtype).unsqueeze::<D>()
     }
 }
@@ -98,9 +110,13 @@ pub struct Attention<B: Backend> {
     pub num_kv_heads: usize,
     /// `hd`.
     pub head_dim: usize,
+    /// The scores' scale: `hd^(-1/2)`, or `query_pre_attn_scalar^(-1/2)` (Gemma 3).
+    pub scale: f64,
+    /// A local (sliding-window) layer: it attends through the step's local bias and RoPE tables.
+    pub local: bool,
 }
 
-/// SwiGLU MLP: `down(silu(gate(x)) * up(x))`.
+/// Gated MLP: `down(act(gate(x)) * up(x))`, SwiGLU (SiLU) or GeGLU (tanh-GELU, Gemma).
 #[derive(Module, Debug)]
 pub struct Mlp<B: Backend> {
     /// `[I, H]`.
@@ -109,17 +125,25 @@ pub struct Mlp<B: Backend> {
     pub up_proj: Linear<B>,
     /// `[H, I]`.
     pub down_proj: Linear<B>,
+    /// The gate's activation.
+    #[module(skip)]
+    pub activation: Activation,
 }
 
-/// One pre-norm decoder block.
+/// One decoder block: pre-norm (Llama, Qwen), or with Gemma's norms after attention and around
+/// the MLP too.
 #[derive(Module, Debug)]
 pub struct DecoderLayer<B: Backend> {
     /// Norm before attention.
     pub input_layernorm: RmsNorm<B>,
     /// Attention.
     pub self_attn: Attention<B>,
-    /// Norm before the MLP.
+    /// Llama and Qwen: the norm before the MLP. Gemma: the norm of the attention's output.
     pub post_attention_layernorm: RmsNorm<B>,
+    /// Gemma: the norm before the MLP (`None` in the pre-norm families).
+    pub pre_feedforward_layernorm: Option<RmsNorm<B>>,
+    /// Gemma: the norm of the MLP's output (`None` in the pre-norm families).
+    pub post_feedforward_layernorm: Option<RmsNorm<B>>,
     /// MLP.
     pub mlp: Mlp<B>,
 }
@@ -146,11 +170,30 @@ fn split_heads<B: Backend>(
 
 /// What one forward call attends to, prepared on the host.
 pub(super) struct Step<B: Backend> {
+    /// The global layers' RoPE tables and bias.
+    pub(super) global: Tables<B>,
+    /// The local (sliding-window) layers' RoPE tables and bias, when the model has local
+    /// layers.
+    pub(super) local: Option<Tables<B>>,
+    /// With a cache: where the new keys/values go.
+    pub(super) write: Option<CacheWrite>,
+}
+
+/// The RoPE tables and the attention bias of one kind of layer.
+pub(super) struct Tables<B: Backend> {
     pub(super) rope: Rope<B>,
     /// `[1 or b, 1, n_rep * L, K]` additive bias, `K = start + L`.
     pub(super) bias: Tensor<B, 4>,
-    /// With a cache: where the new keys/values go.
-    pub(super) write: Option<CacheWrite>,
+}
+
+impl<B: Backend> Step<B> {
+    /// The tables of a local (sliding-window) or a global layer.
+    fn tables(&self, local: bool) -> &Tables<B> {
+        match (&self.local, local) {
+            (Some(t), true) => t,
+            _ => &self.global,
+        }
+    }
 }
 
 /// `softmax(scores · scale + bias)` over the last axis, as HF's eager attention rounds it: the
@@ -213,6 +256,7 @@ impl<B: Backend> Attention<B> {
     ) -> Tensor<B, 2> {
         let (nh, nkv, hd) = (self.num_heads, self.num_kv_heads, self.head_dim);
         let n_rep = nh / nkv;
+        let tables = step.tables(self.local);
         let q = split_heads(self.q_proj.forward(x.clone()), batch, len, nh, hd);
         let k = split_heads(self.k_proj.forward(x.clone()), batch, len, nkv, hd);
         let v = split_heads(self.v_proj.forward(x), batch, len, nkv, hd);
@@ -220,25 +264,25 @@ impl<B: Backend> Attention<B> {
             Some(n) => n.forward(x),
             None => x,
         };
-        let q = step.rope.q.apply(norm(&self.q_norm, q)); // [b, nh, L, hd]
-        let k = step.rope.k.apply(norm(&self.k_norm, k)); // [b, nkv, L, hd]
+        let q = tables.rope.q.apply(norm(&self.q_norm, q)); // [b, nh, L, hd]
+        let k = tables.rope.k.apply(norm(&self.k_norm, k)); // [b, nkv, L, hd]
 
         // Grouped-query attention without repeating K/V: query head j = g * n_rep + r uses KV
         // head g, so [b, nh, L, hd] viewed as [b, nkv, n_rep * L, hd] lines each group's queries
         // up against its own KV head (the bias is repeated n_rep times along the query axis).
         let q = q.reshape([batch, nkv, n_rep * len, hd]);
-        let scale = 1.0 / (hd as f64).sqrt();
+        let scale = self.scale;
         let fused = |q: Tensor<B, 4>, k, v| {
             if q.dtype() != DType::F32 {
                 // burn's attention (and its autodiff fallback) would softmax in bf16
-                return attend_parts(q, vec![(k, v)], step.bias.clone(), scale);
+                return attend_parts(q, vec![(k, v)], tables.bias.clone(), scale);
             }
             let options = AttentionModuleOptions {
                 scale: Some(scale),
                 softcap: None,
                 is_causal: false,
             };
-            attention(q, k, v, None, Some(step.bias.clone()), options)
+            attention(q, k, v, None, Some(tables.bias.clone()), options)
         };
         let out = match (cache, step.write) {
             (Some(layer), Some(write)) => {
@@ -299,7 +343,7 @@ impl<B: Backend> Attention<B> {
                         parts.push((bk, bv));
                     }
                 }
-                attend_parts(q, parts, step.bias.clone(), scale)
+                attend_parts(q, parts, tables.bias.clone(), scale)
             }
             _ => fused(q, k, v),
         };
@@ -323,14 +367,27 @@ impl<B: Backend> Attention<B> {
 
 impl<B: Backend> Mlp<B> {
     fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
-        // burn's silu is x · sigmoid(x), two roundings in bf16; computed in f32 and rounded
-        // once, as PyTorch's fused SiLU does (a no-op cast in f32)
+        // The activation in f32, rounded once, as PyTorch's fused kernels do for bf16 (burn's
+        // silu is x · sigmoid(x), two roundings in bf16); a no-op cast in f32.
         let gate = self.gate_proj.forward(x.clone());
         let dtype = gate.dtype();
-        let gate = silu(gate.cast(FloatDType::F32)).cast(dtype);
+        let gate = gate.cast(FloatDType::F32);
+        let gate = match self.activation {
+            Activation::Silu => silu(gate),
+            Activation::GeluTanh => gelu_tanh(gate),
+        };
         let up = self.up_proj.forward(x);
-        self.down_proj.forward(gate * up)
+        self.down_proj.forward(gate.cast(dtype) * up)
     }
+}
+
+/// GELU's tanh approximation, PyTorch's `gelu(x, approximate="tanh")`:
+/// `0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))`.
+fn gelu_tanh<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+    let k = (2.0 / std::f64::consts::PI).sqrt();
+    let cube = x.clone() * x.clone() * x.clone();
+    let inner = (x.clone() + cube.mul_scalar(0.044_715)).mul_scalar(k);
+    x.mul_scalar(0.5) * (inner.tanh() + 1.0)
 }
 
 impl<B: Backend> DecoderLayer<B> {
@@ -349,6 +406,15 @@ impl<B: Backend> DecoderLayer<B> {
             step,
             cache,
         );
+        if let (Some(pre), Some(post)) = (
+            &self.pre_feedforward_layernorm,
+            &self.post_feedforward_layernorm,
+        ) {
+            // Gemma: h + norm(attn(norm(h))), then the same around the MLP.
+            let h = h + self.post_attention_layernorm.forward(a);
+            let m = self.mlp.forward(pre.forward(h.clone()));
+            return h + post.forward(m);
+        }
         let h = h + a;
         let m = self
             .mlp

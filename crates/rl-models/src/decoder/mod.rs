@@ -21,6 +21,7 @@
 mod checkpoint_layout;
 pub(crate) mod config;
 mod dtype;
+pub(crate) mod family;
 mod head;
 mod kv_cache;
 mod layers;
@@ -35,8 +36,9 @@ mod train_pass;
 mod weights;
 
 pub(crate) use checkpoint_layout::expected_tensors;
-pub use config::{LIMITS, Limits, ModelConfig, RopeScaling};
+pub use config::{LIMITS, Limits, ModelConfig, RopeScaling, SlidingWindow};
 pub use dtype::{ComputeDtype, backend_supports};
+pub use family::{Activation, FAMILIES, Family};
 pub use kv_cache::KvCache;
 pub use layers::{Attention, DecoderLayer, Linear, Mlp, RmsNorm};
 pub use lora::{ADAPTER_CONFIG, ADAPTER_WEIGHTS, LORA_TARGETS, LoraAdapter, LoraConfig};

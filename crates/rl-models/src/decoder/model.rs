@@ -9,10 +9,10 @@ use burn::tensor::{FloatDType, Int, Tensor, TensorData};
 use super::ModelConfig;
 use super::dtype::{ComputeDtype, backend_supports};
 use super::kv_cache::KvCache;
-use super::layers::{DecoderLayer, Linear, RmsNorm, Step};
+use super::layers::{DecoderLayer, Linear, RmsNorm, Step, Tables};
 use super::lora::LoraConfig;
 use super::mask::{AttentionMask, MASK_BIAS};
-use super::rope::Rope;
+use super::rope::{Rope, frequencies, local_frequencies};
 use crate::error::ModelError;
 
 /// The Qwen3 causal LM (`Qwen3ForCausalLM`).
@@ -159,13 +159,25 @@ impl<B: Backend> CausalLm<B> {
         Ok(h.reshape([b, l, self.config.hidden_size]))
     }
 
-    /// The embedding rows of `ids` (`[n]`), in the compute dtype: `[n, H]`.
+    /// The embedding rows of `ids` (`[n]`), in the compute dtype: `[n, H]`; times √hidden
+    /// where the family scales its embedding (Gemma: the scale rounded to the compute dtype,
+    /// as HF's `embed_scale.to(weight.dtype)`, and one rounded product).
     pub(super) fn embed(&self, ids: Tensor<B, 1, Int>) -> Tensor<B, 2> {
-        self.embed_tokens
+        let rows = self
+            .embed_tokens
             .weight
             .val()
             .select(0, ids)
-            .cast(self.dtype.float())
+            .cast(self.dtype.float());
+        if !self.config.family.scales_embedding() {
+            return rows;
+        }
+        let scale = (self.config.hidden_size as f64).sqrt() as f32;
+        let scale = match self.dtype {
+            ComputeDtype::F32 => scale,
+            ComputeDtype::Bf16 => half::bf16::from_f32(scale).to_f32(),
+        };
+        rows.mul_scalar(scale)
     }
 
     /// Position ids, RoPE tables and the attention bias of one call.
@@ -190,9 +202,8 @@ impl<B: Backend> CausalLm<B> {
                 positions.push(count.saturating_sub(1) as f32);
             }
         }
-        let rope = Rope::new(positions, b, l, &self.config, self.dtype, device);
-
-        // Key j of row `row` is attendable from new token t iff it is a real token and j <= start + t.
+        // Key j of row `row` is attendable from new token t iff it is a real token and j <= start + t;
+        // in a local layer also iff the query's position is less than `window` past the key's.
         let key_valid = |row: usize, j: usize| -> bool {
             if j < start {
                 cache.is_some_and(|c| c.key_valid[row * c.capacity + j])
@@ -211,27 +222,48 @@ impl<B: Backend> CausalLm<B> {
                 })
             });
         let rows = if all_valid { 1 } else { b };
-        let mut bias = vec![0.0f32; rows * l * k_len];
-        for row in 0..rows {
-            for t in 0..l {
-                let base = (row * l + t) * k_len;
+        let bias = |window: Option<usize>| {
+            let mut bias = vec![0.0f32; rows * l * k_len];
+            for row in 0..rows {
+                // The position of key j: the real keys up to and including it, minus one.
+                let mut key_pos = Vec::with_capacity(k_len);
+                let mut count = 0usize;
                 for j in 0..k_len {
-                    if j > start + t || !key_valid(row, j) {
-                        bias[base + j] = MASK_BIAS;
+                    count += usize::from(key_valid(row, j));
+                    key_pos.push(count.saturating_sub(1));
+                }
+                for t in 0..l {
+                    let base = (row * l + t) * k_len;
+                    let q_pos = positions[row * l + t] as usize;
+                    for j in 0..k_len {
+                        let outside = window.is_some_and(|w| q_pos >= key_pos[j] + w);
+                        if j > start + t || !key_valid(row, j) || outside {
+                            bias[base + j] = MASK_BIAS;
+                        }
                     }
                 }
             }
-        }
-        let n_rep = self.config.num_key_value_groups();
-        let bias = Tensor::<B, 4>::from_data(TensorData::new(bias, [rows, 1, l, k_len]), device);
-        let bias = if n_rep > 1 {
-            bias.repeat_dim(2, n_rep)
-        } else {
-            bias
+            let n_rep = self.config.num_key_value_groups();
+            let bias =
+                Tensor::<B, 4>::from_data(TensorData::new(bias, [rows, 1, l, k_len]), device);
+            if n_rep > 1 {
+                bias.repeat_dim(2, n_rep)
+            } else {
+                bias
+            }
         };
+        let tables = |freqs: Vec<f32>, window: Option<usize>| Tables {
+            rope: Rope::new(&positions, b, l, freqs, &self.config, self.dtype, device),
+            bias: bias(window),
+        };
+        let local = self
+            .config
+            .sliding_window
+            .as_ref()
+            .map(|w| tables(local_frequencies(&self.config, w), Some(w.size)));
         Step {
-            rope,
-            bias,
+            global: tables(frequencies(&self.config), None),
+            local,
             write: cache.map(|c| c.plan(l).0),
         }
     }

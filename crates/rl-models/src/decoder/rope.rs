@@ -4,6 +4,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Tensor, TensorData};
 
 use super::ModelConfig;
+use super::config::SlidingWindow;
 use super::dtype::ComputeDtype;
 
 /// Inverse RoPE frequencies as HF computes them in f32: `1 / theta^(2i/hd)`.
@@ -46,6 +47,12 @@ pub(super) fn frequencies(config: &ModelConfig) -> Vec<f32> {
         .collect()
 }
 
+/// The frequencies of the local (sliding-window) layers: [`inv_freq`] of their own base, without
+/// scaling (HF's Gemma 3: the `sliding_attention` RoPE parameters, of type `default`).
+pub(super) fn local_frequencies(config: &ModelConfig, window: &SlidingWindow) -> Vec<f32> {
+    inv_freq(window.rope_theta, config.head_dim)
+}
+
 impl ModelConfig {
     /// The RoPE inverse frequencies `ω_i` the model computes with (`head_dim / 2` of them):
     /// `θ^(−2i/hd)` in f32, rescaled by the `llama3` scaling when the config has one.
@@ -70,18 +77,23 @@ pub(super) struct RopeTables<B: Backend> {
 }
 
 impl<B: Backend> Rope<B> {
+    /// The tables of the inverse frequencies `freqs` (`head_dim / 2` of them) at `positions`
+    /// (`batch · len`, row-major).
     pub(super) fn new(
-        positions: Vec<f32>,
+        positions: &[f32],
         batch: usize,
         len: usize,
+        freqs: Vec<f32>,
         config: &ModelConfig,
         dtype: ComputeDtype,
         device: &B::Device,
     ) -> Self {
         let half = config.head_dim / 2;
-        let pos = Tensor::<B, 2>::from_data(TensorData::new(positions, [batch * len, 1]), device);
-        let inv =
-            Tensor::<B, 2>::from_data(TensorData::new(frequencies(config), [1, half]), device);
+        let pos = Tensor::<B, 2>::from_data(
+            TensorData::new(positions.to_vec(), [batch * len, 1]),
+            device,
+        );
+        let inv = Tensor::<B, 2>::from_data(TensorData::new(freqs, [1, half]), device);
         let freqs = pos.mul(inv); // [b*L, hd/2], one f32 product each, as HF
         // computed in f32, then in the activations' dtype (HF: `cos.to(dtype=x.dtype)`)
         let cos = freqs.clone().cos().cast(dtype.float());

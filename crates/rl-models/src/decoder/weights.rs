@@ -43,7 +43,8 @@ impl WeightSource for FileSource<'_> {
     }
 }
 
-/// HF init: normal(0, initializer_range) for linears and the embedding, ones for norms; drawn on
+/// HF init: normal(0, initializer_range) for linears and the embedding, ones for norms (zeros for
+/// Gemma's, which scale by `1 + w`); drawn on
 /// the host from ChaCha8 so that the same seed gives the same model on every backend.
 ///
 /// Every value is the next normal of one ChaCha8 stream (Box-Muller on two `f64`s, i.e. two
@@ -54,6 +55,8 @@ impl WeightSource for FileSource<'_> {
 struct RandomSource {
     rng: ChaCha8Rng,
     std: f64,
+    /// Every norm weight's value: 1, or 0 where the norm scales by `1 + w` (Gemma).
+    norm_init: f32,
     /// Threads a large tensor is drawn on (1: all on the calling thread).
     threads: usize,
 }
@@ -131,7 +134,7 @@ impl WeightSource for RandomSource {
     fn take(&mut self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
         let n: usize = shape.iter().product();
         if name.ends_with("norm.weight") {
-            return Ok(vec![1.0; n]);
+            return Ok(vec![self.norm_init; n]);
         }
         if name.ends_with(".bias") {
             // HF initialises biases to zero; nothing is drawn for them, so a config without
@@ -173,6 +176,11 @@ impl ModelConfig {
         let mut source = RandomSource {
             rng: ChaCha8Rng::seed_from_u64(seed),
             std: self.initializer_range,
+            norm_init: if self.family.norm_unit_offset() {
+                0.0
+            } else {
+                1.0
+            },
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         CausalLm::build(self.clone(), &mut source, device)
@@ -185,6 +193,7 @@ struct Builder<'a, B: Backend> {
     shapes: std::collections::HashMap<String, Vec<usize>>,
     device: &'a B::Device,
     eps: f64,
+    unit_offset: bool,
 }
 
 impl<B: Backend> Builder<'_, B> {
@@ -241,6 +250,7 @@ impl<B: Backend> Builder<'_, B> {
                 self.device,
             )),
             eps: self.eps,
+            unit_offset: self.unit_offset,
         })
     }
 
@@ -276,7 +286,14 @@ impl<B: Backend> CausalLm<B> {
             shapes: expected_tensors(&config).into_iter().collect(),
             device,
             eps: config.rms_norm_eps,
+            unit_offset: config.family.norm_unit_offset(),
         };
+        let sandwich = config.family.sandwich_norms();
+        let scale = 1.0
+            / config
+                .query_pre_attn_scalar
+                .unwrap_or(config.head_dim as f64)
+                .sqrt();
         let embed_tokens = bld.embedding("model.embed_tokens.weight")?;
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         let (qkv_bias, o_bias) = (config.qkv_bias, config.o_bias);
@@ -295,6 +312,16 @@ impl<B: Backend> CausalLm<B> {
             } else {
                 (None, None)
             };
+            let post_attention_layernorm =
+                bld.norm(&format!("{p}.post_attention_layernorm.weight"))?;
+            let (pre_feedforward_layernorm, post_feedforward_layernorm) = if sandwich {
+                (
+                    Some(bld.norm(&format!("{p}.pre_feedforward_layernorm.weight"))?),
+                    Some(bld.norm(&format!("{p}.post_feedforward_layernorm.weight"))?),
+                )
+            } else {
+                (None, None)
+            };
             layers.push(DecoderLayer {
                 input_layernorm,
                 self_attn: Attention {
@@ -307,13 +334,20 @@ impl<B: Backend> CausalLm<B> {
                     num_heads: config.num_attention_heads,
                     num_kv_heads: config.num_key_value_heads,
                     head_dim: config.head_dim,
+                    scale,
+                    local: config
+                        .sliding_window
+                        .as_ref()
+                        .is_some_and(|w| w.is_local(n)),
                 },
-                post_attention_layernorm: bld
-                    .norm(&format!("{p}.post_attention_layernorm.weight"))?,
+                post_attention_layernorm,
+                pre_feedforward_layernorm,
+                post_feedforward_layernorm,
                 mlp: Mlp {
                     gate_proj: bld.linear(&format!("{p}.mlp.gate_proj"), false)?,
                     up_proj: bld.linear(&format!("{p}.mlp.up_proj"), false)?,
                     down_proj: bld.linear(&format!("{p}.mlp.down_proj"), false)?,
+                    activation: config.family.activation(),
                 },
             });
         }
@@ -500,6 +534,21 @@ impl<B: Backend> CausalLm<B> {
                 format!("{p}.post_attention_layernorm.weight"),
                 &layer.post_attention_layernorm,
             )?;
+            if let (Some(pre), Some(post)) = (
+                &layer.pre_feedforward_layernorm,
+                &layer.post_feedforward_layernorm,
+            ) {
+                norm(
+                    &mut out,
+                    format!("{p}.pre_feedforward_layernorm.weight"),
+                    pre,
+                )?;
+                norm(
+                    &mut out,
+                    format!("{p}.post_feedforward_layernorm.weight"),
+                    post,
+                )?;
+            }
             lin(&mut out, format!("{p}.mlp.gate_proj"), &layer.mlp.gate_proj)?;
             lin(&mut out, format!("{p}.mlp.up_proj"), &layer.mlp.up_proj)?;
             lin(&mut out, format!("{p}.mlp.down_proj"), &layer.mlp.down_proj)?;

@@ -55,7 +55,7 @@ pub(crate) fn common_hf(c: &ModelConfig) -> serde_json::Map<String, Value> {
         "bos_token_id": c.bos_token_id,
         "eos_token_id": eos,
         "head_dim": c.head_dim,
-        "hidden_act": "silu",
+        "hidden_act": c.family.activation().hf_name(),
         "hidden_size": c.hidden_size,
         "initializer_range": c.initializer_range,
         "intermediate_size": c.intermediate_size,

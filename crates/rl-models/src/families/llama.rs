@@ -26,9 +26,8 @@
 use serde_json::{Map, Value, json};
 
 use super::common::check_common;
-use super::family::Family;
-use crate::decoder::ModelConfig;
 use crate::decoder::config::Fields;
+use crate::decoder::{Family, ModelConfig};
 use crate::error::ModelError;
 
 pub(crate) fn parse_hf(f: &Fields) -> Result<ModelConfig, ModelError> {
@@ -63,6 +62,8 @@ pub(crate) fn parse_hf(f: &Fields) -> Result<ModelConfig, ModelError> {
         eos_token_id: f.eos_or(Some(2))?,
         torch_dtype: f.dtype()?,
         initializer_range: f.number_or("initializer_range", 0.02)?,
+        sliding_window: None,
+        query_pre_attn_scalar: None,
     })
 }
 

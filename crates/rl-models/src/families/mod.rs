@@ -1,12 +1,15 @@
-//! The model families: what distinguishes Qwen3, Llama and Qwen2, one file each.
+//! The model families' HF `config.json` dialects: how each spells its config (defaults,
+//! refusals) and how it is written back, one file each.
 //!
-//! The three share every layer (`crate::decoder`): Llama is Qwen3 without the per-head q/k
-//! RMSNorm, with optional `llama3` RoPE scaling and optional attention biases; Qwen2 is Llama
-//! with a bias on the q, k and v projections. A family's file holds how HF `config.json` spells
-//! it (defaults, refusals) and how it is written back.
+//! What each family computes is in [`crate::decoder::Family`] (the registry: its names and the
+//! switches of its layers) and the config's fields; every family shares the decoder's layers.
+//! Llama is Qwen3 without the per-head q/k RMSNorm, with optional `llama3` RoPE scaling and
+//! optional attention biases; Qwen2 is Llama with a bias on the q, k and v projections; Gemma 3
+//! adds `(1 + w)` norms after attention and around the MLP, GeGLU, a scaled embedding and
+//! sliding-window layers. This module depends on the decoder, never the other way round.
 
 mod common;
-pub(crate) mod family;
+pub mod gemma3;
 pub mod llama;
 pub mod qwen2;
 pub mod qwen3;
@@ -17,9 +20,9 @@ use serde_json::Value;
 
 use crate::decoder::ModelConfig;
 use crate::decoder::config::{Fields, invalid};
+pub use crate::decoder::{FAMILIES, Family};
 use crate::error::ModelError;
 use common::common_hf;
-pub use family::{FAMILIES, Family};
 
 /// Parses a `config.json` object: the family from `model_type` (or `architectures[0]`; Qwen3
 /// when neither is given), then that family's fields.
@@ -39,7 +42,7 @@ pub(crate) fn parse_hf(fields: &Fields) -> Result<ModelConfig, ModelError> {
                     invalid(
                         "architectures",
                         v,
-                        "a list starting with Qwen3ForCausalLM, LlamaForCausalLM or Qwen2ForCausalLM",
+                        "a list starting with Qwen3ForCausalLM, LlamaForCausalLM, Qwen2ForCausalLM or Gemma3ForCausalLM",
                     )
                 })?,
             None => Family::Qwen3,
@@ -49,6 +52,7 @@ pub(crate) fn parse_hf(fields: &Fields) -> Result<ModelConfig, ModelError> {
         Family::Qwen3 => qwen3::parse_hf(fields),
         Family::Llama => llama::parse_hf(fields),
         Family::Qwen2 => qwen2::parse_hf(fields),
+        Family::Gemma3 => gemma3::parse_hf(fields),
     }
 }
 
@@ -59,6 +63,7 @@ pub(crate) fn to_hf(c: &ModelConfig) -> Value {
         Family::Qwen3 => qwen3::extend_hf(c, &mut map),
         Family::Llama => llama::extend_hf(c, &mut map),
         Family::Qwen2 => qwen2::extend_hf(c, &mut map),
+        Family::Gemma3 => gemma3::extend_hf(c, &mut map),
     }
     Value::Object(map)
 }

@@ -394,6 +394,8 @@ fn config_of(file: &GgufFile) -> Result<ModelConfig, ModelError> {
         eos_token_id: id("tokenizer.ggml.eos_token_id")?.into_iter().collect(),
         torch_dtype: None,
         initializer_range: 0.02,
+        sliding_window: None,
+        query_pre_attn_scalar: None,
     };
     config.validate().map_err(|e| in_gguf(e, path, arch))?;
     Ok(config)

@@ -369,6 +369,12 @@ fn hf_grad(m: &CausalLm<AD>, name: &str, grads: &Grads) -> Vec<f32> {
     match field {
         "input_layernorm.weight" => norm(&layer.input_layernorm),
         "post_attention_layernorm.weight" => norm(&layer.post_attention_layernorm),
+        "pre_feedforward_layernorm.weight" => {
+            norm(layer.pre_feedforward_layernorm.as_ref().expect("sandwich"))
+        }
+        "post_feedforward_layernorm.weight" => {
+            norm(layer.post_feedforward_layernorm.as_ref().expect("sandwich"))
+        }
         "self_attn.q_proj.weight" => lin(&a.q_proj),
         "self_attn.k_proj.weight" => lin(&a.k_proj),
         "self_attn.v_proj.weight" => lin(&a.v_proj),
