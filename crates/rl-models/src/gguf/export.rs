@@ -333,7 +333,7 @@ pub fn export_gguf(model_dir: &Path, out: &Path, dtype: GgufDtype) -> Result<(),
     let config = ModelConfig::from_file(model_dir.join("config.json"))?;
     let files = WeightFiles::open(model_dir)?;
     let u = |x: usize| Kv::U32(x as u32);
-    let arch = config.family.model_type();
+    let arch = config.family.gguf_architecture();
     let key = |k: &str| format!("{arch}.{k}");
     let mut kvs: Vec<(String, Kv)> = vec![
         ("general.architecture".into(), Kv::Str(arch.into())),
@@ -358,6 +358,12 @@ pub fn export_gguf(model_dir: &Path, out: &Path, dtype: GgufDtype) -> Result<(),
         ),
         (key("rope.freq_base"), Kv::F32(config.rope_theta as f32)),
     ];
+    if config.family == Family::Gemma3 {
+        kvs.push((
+            key("attention.sliding_window"),
+            u(gemma3_layout_for_llama_cpp(&config, model_dir)?),
+        ));
+    }
     if config.rope_scaling.is_some() {
         return Err(ModelError::InvalidInput(format!(
             "{}: GGUF export of llama3 rope scaling (llama.cpp's rope_freqs tensor) is not supported",
@@ -372,7 +378,7 @@ pub fn export_gguf(model_dir: &Path, out: &Path, dtype: GgufDtype) -> Result<(),
     let mut offset = 0u64;
     let mut plan = Vec::with_capacity(tensors.len());
     for (hf, shape) in &tensors {
-        let name = gguf_name(hf)
+        let name = gguf_name(config.family, hf)
             .ok_or_else(|| ModelError::InvalidInput(format!("no GGUF name for `{hf}`")))?;
         // Norm weights (1-D) stay f32, as llama.cpp's converter keeps them.
         let ty = if shape.len() == 1 {
@@ -428,6 +434,10 @@ pub fn export_gguf(model_dir: &Path, out: &Path, dtype: GgufDtype) -> Result<(),
                 };
                 llama::rows_to_gguf(&data, heads, cols)
             }
+            // llama.cpp's converter stores Gemma's norm scales as `1 + w`.
+            (Family::Gemma3, _) if hf.ends_with("norm.weight") => {
+                data.iter().map(|w| w + 1.0).collect()
+            }
             _ => data,
         };
         let mut buf = Vec::with_capacity(data.len() * 4);
@@ -446,6 +456,43 @@ pub fn export_gguf(model_dir: &Path, out: &Path, dtype: GgufDtype) -> Result<(),
     w.flush().map_err(io)?;
     drop(w);
     std::fs::rename(&tmp, out).map_err(io)
+}
+
+/// The sliding window of a Gemma 3 config, after checking that llama.cpp's gemma3 loader
+/// computes the same model: it takes every sixth layer as global, the local layers' RoPE base as
+/// 10000 and the attention scale as `1/√head_dim` (for a model that is not the 27B's 62 blocks),
+/// none of which the file can say otherwise.
+fn gemma3_layout_for_llama_cpp(config: &ModelConfig, dir: &Path) -> Result<usize, ModelError> {
+    let refuse = |what: String| {
+        Err(ModelError::InvalidInput(format!(
+            "{}: llama.cpp's gemma3 loader cannot compute this model ({what})",
+            dir.display()
+        )))
+    };
+    let Some(w) = &config.sliding_window else {
+        return refuse("no sliding-window layers; llama.cpp makes every sixth layer global".into());
+    };
+    let six = crate::decoder::SlidingWindow::every(6, config.num_hidden_layers, w.size, 10_000.0);
+    if w.local_layers != six.local_layers {
+        return refuse("its global layers are not every sixth one".into());
+    }
+    if w.rope_theta != 10_000.0 {
+        return refuse(format!("local RoPE base {} instead of 10000", w.rope_theta));
+    }
+    let scalar = config
+        .query_pre_attn_scalar
+        .unwrap_or(config.head_dim as f64);
+    let llama_cpp = if config.num_hidden_layers == 62 {
+        config.hidden_size as f64 / config.num_attention_heads as f64
+    } else {
+        config.head_dim as f64
+    };
+    if scalar != llama_cpp {
+        return refuse(format!(
+            "query_pre_attn_scalar {scalar} instead of the {llama_cpp} llama.cpp assumes"
+        ));
+    }
+    Ok(w.size)
 }
 
 /// The head count of a q or k projection tensor (weight or bias), `None` for other tensors.

@@ -2,8 +2,8 @@
 //! dequantized to f32 under HF names (Llama's q/k rows returned to HF's order), checked against
 //! the config before anything is read.
 //!
-//! What is read (llama.cpp's keys, `{arch}` = `general.architecture` = `llama`, `qwen2` or
-//! `qwen3`):
+//! What is read (llama.cpp's keys, `{arch}` = `general.architecture` = `llama`, `qwen2`,
+//! `qwen3` or `gemma3`):
 //!
 //! | config field | GGUF |
 //! |---|---|
@@ -19,6 +19,11 @@
 //! | `tie_word_embeddings` | no `output.weight` |
 //! | biases | `blk.0.attn_q.bias` / `blk.0.attn_output.bias` present (Llama, Qwen2) |
 //! | `bos_token_id`, `eos_token_id` | `tokenizer.ggml.bos_token_id`, `…eos_token_id` |
+//! | Gemma 3's `sliding_window` | `gemma3.attention.sliding_window` (required); as llama.cpp's loader: every sixth layer global, the local RoPE base 10000, `query_pre_attn_scalar` = `head_dim` (62 blocks, Gemma 3 27B: `hidden / heads`) |
+//!
+//! Gemma's norm weights are stored as `1 + w` by llama.cpp's converter; 1 is subtracted on
+//! reading (as transformers' GGUF loader does), and Gemma's norm names are its own
+//! (`super::names`).
 //!
 //! Refused by name: other architectures, mixtures of experts (`{arch}.expert_count` > 0), rope
 //! scaling keys other than `none` (`{arch}.rope.scaling.type`), llama.cpp's `rope_freqs.weight`
@@ -30,7 +35,7 @@ use std::path::Path;
 
 use super::names::{gguf_name, hf_name};
 use super::read::{GgufError, GgufFile};
-use crate::decoder::{ModelConfig, expected_tensors};
+use crate::decoder::{ModelConfig, SlidingWindow, expected_tensors};
 use crate::error::ModelError;
 use crate::families::{Family, llama};
 
@@ -112,11 +117,12 @@ impl GgufModel {
     /// HF tensor `name` as f32 in HF layout: dequantized, and for Llama's q and k projections
     /// with the rows in HF's rotate-half order again (`families::llama::rows_from_gguf`).
     pub fn read_hf(&self, name: &str) -> Result<Vec<f32>, ModelError> {
-        let g = gguf_name(name).ok_or_else(|| ModelError::MissingTensor {
+        let family = self.config.family;
+        let g = gguf_name(family, name).ok_or_else(|| ModelError::MissingTensor {
             tensor: name.to_string(),
             searched: self.path().display().to_string(),
         })?;
-        let (values, _) = self.file.read_f32(&g)?;
+        let (mut values, _) = self.file.read_f32(&g)?;
         if values.iter().any(|v| !v.is_finite()) {
             return Err(bad_key(
                 self.path(),
@@ -125,6 +131,13 @@ impl GgufModel {
             ));
         }
         let c = &self.config;
+        if family.norm_unit_offset() && name.ends_with("norm.weight") {
+            // llama.cpp's converter stores Gemma's norm scales `1 + w`; HF's weights are `w`
+            // (transformers' GGUF loader subtracts 1 in f32, as here).
+            for v in &mut values {
+                *v -= 1.0;
+            }
+        }
         let heads = if name.contains(".self_attn.q_proj.") {
             Some(c.num_attention_heads)
         } else if name.contains(".self_attn.k_proj.") {
@@ -154,7 +167,8 @@ impl GgufModel {
         let expected: HashMap<String, Vec<usize>> = expected_tensors(c).into_iter().collect();
         let mut seen = 0usize;
         for info in self.file.tensors() {
-            let Some(hf) = hf_name(&info.name).filter(|h| expected.contains_key(h)) else {
+            let Some(hf) = hf_name(c.family, &info.name).filter(|h| expected.contains_key(h))
+            else {
                 return Err(ModelError::UnexpectedTensor {
                     file: path.to_path_buf(),
                     tensor: info.name.clone(),
@@ -185,10 +199,10 @@ impl GgufModel {
             let missing = expected_tensors(c)
                 .into_iter()
                 .map(|(h, _)| h)
-                .find(|h| gguf_name(h).is_none_or(|g| self.file.tensor(&g).is_none()))
+                .find(|h| gguf_name(c.family, h).is_none_or(|g| self.file.tensor(&g).is_none()))
                 .unwrap_or_default();
             return Err(ModelError::MissingTensor {
-                tensor: gguf_name(&missing).unwrap_or(missing),
+                tensor: gguf_name(c.family, &missing).unwrap_or(missing),
                 searched: path.display().to_string(),
             });
         }
@@ -287,7 +301,7 @@ fn config_of(file: &GgufFile) -> Result<ModelConfig, ModelError> {
         bad_key(
             path,
             "general.architecture",
-            format!("`{arch}`: supported are llama, qwen2 and qwen3"),
+            format!("`{arch}`: supported are llama, qwen2, qwen3 and gemma3"),
         )
     })?;
     let key = |k: &str| format!("{arch}.{k}");
@@ -371,12 +385,31 @@ fn config_of(file: &GgufFile) -> Result<ModelConfig, ModelError> {
         .ok_or_else(|| bad_key(path, &key("attention.layer_norm_rms_epsilon"), "missing"))?;
     let qkv_bias = file.tensor("blk.0.attn_q.bias").is_some();
     let o_bias = file.tensor("blk.0.attn_output.bias").is_some();
+    let num_hidden_layers = required("block_count")?;
+    let (sliding_window, query_pre_attn_scalar) = match family {
+        Family::Gemma3 => {
+            // llama.cpp's gemma3 loader: every sixth layer global, the local layers' RoPE base
+            // 10000 (neither is in the file), the score scale 1/√head_dim except for the 27B
+            // model (62 blocks), whose is 1/√(hidden / heads).
+            let window = required("attention.sliding_window")?;
+            let scalar = if num_hidden_layers == 62 {
+                hidden_size as f64 / heads as f64
+            } else {
+                head_dim as f64
+            };
+            (
+                Some(SlidingWindow::every(6, num_hidden_layers, window, 10_000.0)),
+                Some(scalar),
+            )
+        }
+        _ => (None, None),
+    };
     let config = ModelConfig {
         family,
         vocab_size,
         hidden_size,
         intermediate_size: required("feed_forward_length")?,
-        num_hidden_layers: required("block_count")?,
+        num_hidden_layers,
         num_attention_heads: heads,
         num_key_value_heads: kv_heads,
         head_dim,
@@ -394,8 +427,8 @@ fn config_of(file: &GgufFile) -> Result<ModelConfig, ModelError> {
         eos_token_id: id("tokenizer.ggml.eos_token_id")?.into_iter().collect(),
         torch_dtype: None,
         initializer_range: 0.02,
-        sliding_window: None,
-        query_pre_attn_scalar: None,
+        sliding_window,
+        query_pre_attn_scalar,
     };
     config.validate().map_err(|e| in_gguf(e, path, arch))?;
     Ok(config)

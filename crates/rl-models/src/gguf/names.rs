@@ -1,7 +1,11 @@
 //! Tensor names: HF's (`model.layers.N.self_attn.q_proj.weight`) and llama.cpp's
-//! (`blk.N.attn_q.weight`), both ways.
+//! (`blk.N.attn_q.weight`), both ways, per family: Gemma's four layer norms have names of their
+//! own, and its `post_attention_layernorm` (after attention) is not Llama's (before the MLP,
+//! llama.cpp's `ffn_norm`).
 
-/// HF names of the parts of a decoder layer and their llama.cpp names.
+use crate::decoder::Family;
+
+/// HF names of the parts of a decoder layer and their llama.cpp names (Llama, Qwen2, Qwen3).
 const LAYER_PARTS: [(&str, &str); 11] = [
     ("input_layernorm", "attn_norm"),
     ("self_attn.q_proj", "attn_q"),
@@ -16,6 +20,23 @@ const LAYER_PARTS: [(&str, &str); 11] = [
     ("mlp.down_proj", "ffn_down"),
 ];
 
+/// Gemma 3's layer parts (llama.cpp's `LLM_ARCH_GEMMA3` tensors).
+const GEMMA3_LAYER_PARTS: [(&str, &str); 13] = [
+    ("input_layernorm", "attn_norm"),
+    ("self_attn.q_proj", "attn_q"),
+    ("self_attn.k_proj", "attn_k"),
+    ("self_attn.v_proj", "attn_v"),
+    ("self_attn.o_proj", "attn_output"),
+    ("self_attn.q_norm", "attn_q_norm"),
+    ("self_attn.k_norm", "attn_k_norm"),
+    ("post_attention_layernorm", "post_attention_norm"),
+    ("pre_feedforward_layernorm", "ffn_norm"),
+    ("post_feedforward_layernorm", "post_ffw_norm"),
+    ("mlp.gate_proj", "ffn_gate"),
+    ("mlp.up_proj", "ffn_up"),
+    ("mlp.down_proj", "ffn_down"),
+];
+
 /// HF names of the tensors outside the layers and their llama.cpp names.
 const GLOBAL: [(&str, &str); 3] = [
     ("model.embed_tokens.weight", "token_embd.weight"),
@@ -23,8 +44,15 @@ const GLOBAL: [(&str, &str); 3] = [
     ("lm_head.weight", "output.weight"),
 ];
 
-/// llama.cpp's name of an HF tensor (`None` for a name outside the decoder's layout).
-pub fn gguf_name(hf: &str) -> Option<String> {
+fn layer_parts(family: Family) -> &'static [(&'static str, &'static str)] {
+    match family {
+        Family::Gemma3 => &GEMMA3_LAYER_PARTS,
+        _ => &LAYER_PARTS,
+    }
+}
+
+/// llama.cpp's name of an HF tensor of `family` (`None` for a name outside its layout).
+pub fn gguf_name(family: Family, hf: &str) -> Option<String> {
     if let Some((_, g)) = GLOBAL.iter().find(|(h, _)| *h == hf) {
         return Some(g.to_string());
     }
@@ -35,13 +63,13 @@ pub fn gguf_name(hf: &str) -> Option<String> {
     if kind != "weight" && kind != "bias" {
         return None;
     }
-    let (_, short) = LAYER_PARTS.iter().find(|(h, _)| *h == module)?;
+    let (_, short) = layer_parts(family).iter().find(|(h, _)| *h == module)?;
     Some(format!("blk.{n}.{short}.{kind}"))
 }
 
-/// The HF name of a llama.cpp tensor (`None` for a name outside the decoder's layout, such as
+/// The HF name of a llama.cpp tensor of `family` (`None` for a name outside its layout, such as
 /// `rope_freqs.weight`).
-pub fn hf_name(gguf: &str) -> Option<String> {
+pub fn hf_name(family: Family, gguf: &str) -> Option<String> {
     if let Some((h, _)) = GLOBAL.iter().find(|(_, g)| *g == gguf) {
         return Some(h.to_string());
     }
@@ -52,7 +80,7 @@ pub fn hf_name(gguf: &str) -> Option<String> {
     if kind != "weight" && kind != "bias" {
         return None;
     }
-    let (module, _) = LAYER_PARTS.iter().find(|(_, g)| *g == short)?;
+    let (module, _) = layer_parts(family).iter().find(|(_, g)| *g == short)?;
     Some(format!("model.layers.{n}.{module}.{kind}"))
 }
 
@@ -89,12 +117,49 @@ mod tests {
                 "blk.29.ffn_down.weight",
             ),
         ] {
-            assert_eq!(gguf_name(hf).as_deref(), Some(gguf), "{hf}");
-            assert_eq!(hf_name(gguf).as_deref(), Some(hf), "{gguf}");
+            for family in [Family::Llama, Family::Qwen2, Family::Qwen3] {
+                assert_eq!(gguf_name(family, hf).as_deref(), Some(gguf), "{hf}");
+                assert_eq!(hf_name(family, gguf).as_deref(), Some(hf), "{gguf}");
+            }
         }
-        assert!(gguf_name("model.layers.0.self_attn.rotary_emb.inv_freq").is_none());
-        assert!(gguf_name("model.layers.x.mlp.up_proj.weight").is_none());
-        assert!(hf_name("rope_freqs.weight").is_none());
-        assert!(hf_name("blk.0.attn_q.scale").is_none());
+        let llama = Family::Llama;
+        assert!(gguf_name(llama, "model.layers.0.self_attn.rotary_emb.inv_freq").is_none());
+        assert!(gguf_name(llama, "model.layers.x.mlp.up_proj.weight").is_none());
+        assert!(hf_name(llama, "rope_freqs.weight").is_none());
+        assert!(hf_name(llama, "blk.0.attn_q.scale").is_none());
+        assert!(gguf_name(llama, "model.layers.0.pre_feedforward_layernorm.weight").is_none());
+    }
+
+    /// Gemma 3's norms as the real gemma-3-270m GGUF names them (read with the `gguf` package:
+    /// `blk.0.attn_norm`, `post_attention_norm`, `ffn_norm`, `post_ffw_norm`, `attn_q_norm`).
+    #[test]
+    fn gemma3_norms_map_both_ways() {
+        let g = Family::Gemma3;
+        for (hf, gguf) in [
+            (
+                "model.layers.0.input_layernorm.weight",
+                "blk.0.attn_norm.weight",
+            ),
+            (
+                "model.layers.0.post_attention_layernorm.weight",
+                "blk.0.post_attention_norm.weight",
+            ),
+            (
+                "model.layers.0.pre_feedforward_layernorm.weight",
+                "blk.0.ffn_norm.weight",
+            ),
+            (
+                "model.layers.17.post_feedforward_layernorm.weight",
+                "blk.17.post_ffw_norm.weight",
+            ),
+            (
+                "model.layers.5.self_attn.q_norm.weight",
+                "blk.5.attn_q_norm.weight",
+            ),
+            ("model.norm.weight", "output_norm.weight"),
+        ] {
+            assert_eq!(gguf_name(g, hf).as_deref(), Some(gguf), "{hf}");
+            assert_eq!(hf_name(g, gguf).as_deref(), Some(hf), "{gguf}");
+        }
     }
 }
