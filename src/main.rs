@@ -38,9 +38,9 @@ enum Command {
     Compare(cli::compare::CompareArgs),
     /// The pre-registered DA3PO vs DAPO study (paired seeds, λ/τ ablation, Theorem 3.1 inside training), resumable.
     Study(cli::study::StudyArgs),
-    /// Write a checkpoint (HF layout with tokenizer.json; Qwen3, Llama, Qwen2) as GGUF for llama.cpp.
+    /// Write a checkpoint (HF layout with tokenizer.json; Qwen3, Llama, Qwen2, Gemma 3) as GGUF for llama.cpp.
     ExportGguf(cli::export_gguf::ExportGgufArgs),
-    /// Write a GGUF model file (Llama, Qwen2, Qwen3) as an HF folder with its tokenizer and chat template.
+    /// Write a GGUF model file (Llama, Qwen2, Qwen3, Gemma 3) as an HF folder with its tokenizer and chat template.
     ExportHf(cli::export_hf::ExportHfArgs),
     /// Write the embedded arithmetic job (warm-started HF Qwen3, tokenizer, prompt files) for other trainers.
     ExportDemo(cli::export_demo::ExportDemoArgs),

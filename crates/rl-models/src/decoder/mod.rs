@@ -1,4 +1,4 @@
-//! The decoder-only transformer every family shares (Qwen3, Llama, Qwen2), computed exactly as
+//! The decoder-only transformer every family shares (Qwen3, Llama, Qwen2, Gemma 3), computed exactly as
 //! HF transformers computes each family, generic over the burn backend.
 //!
 //! Module and parameter layout mirror the checkpoint: `embed_tokens`, `layers[i].{input_layernorm,

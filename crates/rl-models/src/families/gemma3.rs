@@ -210,9 +210,15 @@ pub(crate) fn extend_hf(c: &ModelConfig, map: &mut Map<String, Value>) {
         })
         .collect();
     map.insert("hidden_activation".into(), json!("gelu_pytorch_tanh"));
+    // An integer where it is one: transformers 5's strict Gemma3TextConfig types the field `int`.
+    let scalar = c.query_pre_attn_scalar.unwrap_or(c.head_dim as f64);
     map.insert(
         "query_pre_attn_scalar".into(),
-        json!(c.query_pre_attn_scalar.unwrap_or(c.head_dim as f64)),
+        if scalar.fract() == 0.0 && scalar <= u32::MAX as f64 {
+            json!(scalar as u64)
+        } else {
+            json!(scalar)
+        },
     );
     map.insert(
         "sliding_window".into(),
@@ -231,4 +237,30 @@ pub(crate) fn extend_hf(c: &ModelConfig, map: &mut Map<String, Value>) {
     map.insert("attn_logit_softcapping".into(), Value::Null);
     map.insert("attention_bias".into(), json!(false));
     map.insert("use_bidirectional_attention".into(), json!(false));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What transformers 5.25's strict `Gemma3TextConfig` needs of a written config: an integer
+    /// `query_pre_attn_scalar` (a float was refused: "expected int, got float"), both RoPE
+    /// spellings, and the layer types; read back, the same config.
+    #[test]
+    fn the_written_config_reads_back_and_types_the_scalar_as_an_integer() {
+        let mut c = ModelConfig::tiny(32);
+        c.family = Family::Gemma3;
+        c.num_hidden_layers = 3;
+        c.sliding_window = Some(SlidingWindow::every(3, 3, 4, 100.0));
+        c.query_pre_attn_scalar = Some(24.0);
+        let v = c.to_json_value();
+        assert!(v["query_pre_attn_scalar"].is_u64(), "{}", v["query_pre_attn_scalar"]);
+        assert_eq!(
+            v["layer_types"],
+            json!(["sliding_attention", "sliding_attention", "full_attention"])
+        );
+        assert_eq!(v["rope_parameters"]["sliding_attention"]["rope_theta"], json!(100.0));
+        assert_eq!(v["hidden_activation"], json!("gelu_pytorch_tanh"));
+        assert_eq!(ModelConfig::from_json_value(&v).unwrap(), c);
+    }
 }

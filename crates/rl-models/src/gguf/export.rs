@@ -1,4 +1,4 @@
-//! GGUF export of a checkpoint (Qwen3, Llama, Qwen2), for llama.cpp (`llama-server`) as a
+//! GGUF export of a checkpoint (Qwen3, Llama, Qwen2, Gemma 3), for llama.cpp (`llama-server`) as a
 //! rollout engine.
 //!
 //! The file is GGUF version 3: header, key/value metadata, tensor infos, then the tensor data,
