@@ -1419,6 +1419,133 @@ fn config_cases() -> Vec<Case> {
     ]
 }
 
+/// Gemma 3 configs that do not fit their checkpoint or that ask for what Gemma 3 does not
+/// compute: the `gemma3_mqa` fixture (4 layers, window 4, head_dim 32) with one field edited
+/// through its JSON (the fields are arrays and objects over several lines).
+fn gemma3_config_cases() -> Vec<Case> {
+    /// The fixture folder with `edit` applied to its config.json; the blame is the config's
+    /// line of `field`.
+    fn with(dir: &Path, field: &str, edit: impl Fn(&mut serde_json::Value)) -> Made {
+        let src = fixtures().join("gemma3_mqa");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(src.join("config.json")).unwrap()).unwrap();
+        edit(&mut v);
+        let text = serde_json::to_string_pretty(&v).unwrap();
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with(&format!("\"{field}\":")))
+            .map(|i| i + 1)
+            .unwrap_or_else(|| panic!("no field {field}"));
+        let cfg = dir.join("config.json");
+        fs::write(&cfg, text).unwrap();
+        fs::copy(src.join("model.safetensors"), dir.join("model.safetensors")).unwrap();
+        Made {
+            load: Load::Model(dir.into()),
+            blame: format!("{}:{line}", cfg.display()),
+            names: vec![field.to_string()],
+        }
+    }
+    let field = |name: &'static str| move |f: &Failure| matches!(f, Failure::Model(ModelError::InvalidConfig { field, .. }) if *field == name);
+    vec![
+        case(
+            "gemma3_window_0",
+            "sliding_window = 0",
+            "InvalidConfig { field: sliding_window }",
+            field("sliding_window"),
+            |dir, _| with(dir, "sliding_window", |v| v["sliding_window"] = 0.into()),
+        ),
+        case(
+            "gemma3_window_null",
+            "sliding_window = null with sliding_attention layers",
+            "InvalidConfig { field: sliding_window }",
+            field("sliding_window"),
+            |dir, _| {
+                with(dir, "sliding_window", |v| {
+                    v["sliding_window"] = serde_json::Value::Null
+                })
+            },
+        ),
+        case(
+            "gemma3_layer_types_short",
+            "layer_types of 3 entries for 4 layers",
+            "InvalidConfig { field: layer_types }",
+            field("layer_types"),
+            |dir, _| {
+                with(dir, "layer_types", |v| {
+                    v["layer_types"].as_array_mut().unwrap().pop();
+                })
+            },
+        ),
+        case(
+            "gemma3_layer_types_unknown",
+            "a layer type chunked_attention",
+            "InvalidConfig { field: layer_types }",
+            field("layer_types"),
+            |dir, _| {
+                with(dir, "layer_types", |v| {
+                    v["layer_types"][1] = "chunked_attention".into()
+                })
+            },
+        ),
+        case(
+            "gemma3_local_rope_negative",
+            "rope_parameters.sliding_attention.rope_theta = -100",
+            "InvalidConfig { field: rope_parameters }",
+            field("rope_parameters"),
+            |dir, _| {
+                with(dir, "rope_parameters", |v| {
+                    v["rope_parameters"]["sliding_attention"]["rope_theta"] = (-100.0).into()
+                })
+            },
+        ),
+        case(
+            "gemma3_rope_linear",
+            "rope_parameters.full_attention of type linear (Gemma 3 4B's scaling)",
+            "InvalidConfig { field: rope_parameters }",
+            field("rope_parameters"),
+            |dir, _| {
+                with(dir, "rope_parameters", |v| {
+                    v["rope_parameters"]["full_attention"]["rope_type"] = "linear".into()
+                })
+            },
+        ),
+        case(
+            "gemma3_softcapping",
+            "final_logit_softcapping = 30 (Gemma 2's)",
+            "InvalidConfig { field: final_logit_softcapping }",
+            field("final_logit_softcapping"),
+            |dir, _| {
+                with(dir, "final_logit_softcapping", |v| {
+                    v["final_logit_softcapping"] = 30.0.into()
+                })
+            },
+        ),
+        case(
+            "gemma3_scalar_0",
+            "query_pre_attn_scalar = 0",
+            "InvalidConfig { field: query_pre_attn_scalar }",
+            field("query_pre_attn_scalar"),
+            |dir, _| {
+                with(dir, "query_pre_attn_scalar", |v| {
+                    v["query_pre_attn_scalar"] = 0.into()
+                })
+            },
+        ),
+        case(
+            "gemma3_head_dim_16",
+            "head_dim = 16 beside a checkpoint of head_dim 32",
+            "ShapeMismatch naming a q/k/v/o projection or norm",
+            model!(ModelError::ShapeMismatch { .. }),
+            |dir, _| {
+                let mut m = with(dir, "head_dim", |v| v["head_dim"] = 16.into());
+                m.blame = dir.join("model.safetensors").display().to_string();
+                m.names = vec!["self_attn".to_string()];
+                m
+            },
+        ),
+    ]
+}
+
 fn gguf_cases() -> Vec<Case> {
     /// The base GGUF with `edit` applied to its bytes, as a model to load.
     fn bytes_case(
@@ -2107,6 +2234,7 @@ fn hostile_files_give_typed_errors_naming_the_culprit_within_bounded_memory() {
     let cases: Vec<Case> = [
         safetensors_cases(),
         config_cases(),
+        gemma3_config_cases(),
         gguf_cases(),
         tokenizer_cases(),
     ]

@@ -254,12 +254,19 @@ mod tests {
         c.sliding_window = Some(SlidingWindow::every(3, 3, 4, 100.0));
         c.query_pre_attn_scalar = Some(24.0);
         let v = c.to_json_value();
-        assert!(v["query_pre_attn_scalar"].is_u64(), "{}", v["query_pre_attn_scalar"]);
+        assert!(
+            v["query_pre_attn_scalar"].is_u64(),
+            "{}",
+            v["query_pre_attn_scalar"]
+        );
         assert_eq!(
             v["layer_types"],
             json!(["sliding_attention", "sliding_attention", "full_attention"])
         );
-        assert_eq!(v["rope_parameters"]["sliding_attention"]["rope_theta"], json!(100.0));
+        assert_eq!(
+            v["rope_parameters"]["sliding_attention"]["rope_theta"],
+            json!(100.0)
+        );
         assert_eq!(v["hidden_activation"], json!("gelu_pytorch_tanh"));
         assert_eq!(ModelConfig::from_json_value(&v).unwrap(), c);
     }
