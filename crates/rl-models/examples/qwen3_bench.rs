@@ -92,7 +92,9 @@ fn config(name: &str) -> ModelConfig {
             ..ModelConfig::tiny(22)
         },
         "0.6b" => ModelConfig::qwen3_0_6b(),
-        other => panic!("unknown config {other} (tiny, embedded or 0.6b)"),
+        "smollm2" => ModelConfig::smollm2_135m(),
+        "gemma3_270m" => ModelConfig::gemma3_270m(),
+        other => panic!("unknown config {other} (tiny, embedded, 0.6b, smollm2 or gemma3_270m)"),
     }
 }
 

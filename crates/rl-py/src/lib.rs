@@ -75,7 +75,8 @@ fn verifier_config(
                         VerifierConfig::Dapo(_) => ", strict_box, gold_in_box",
                         VerifierConfig::Math(_)
                         | VerifierConfig::Code(_)
-                        | VerifierConfig::LastNumber(_) => "",
+                        | VerifierConfig::LastNumber(_)
+                        | VerifierConfig::Gsm8k(_) => "",
                     };
                     return Err(PyTypeError::new_err(format!(
                         "unexpected keyword argument '{other}' for verifier '{}'; accepted: {}{extra}",

@@ -17,6 +17,7 @@
 //! |---|---|---|
 //! | `dapo` | verl's `math_dapo`: last 300 chars, last `(?i)Answer\s*:\s*(.+)` match, `normalize_final_answer`, exact string equality; strict-box mode | [`dapo`] |
 //! | `code` | the final fenced Python block run against test cases (stdin/stdout, call-based, asserts) in the sandbox; typed verdicts ([`CodeVerdict`]); all-or-nothing or fraction-of-tests rewards | [`code`] |
+//! | `gsm8k` | verl's GSM8K scorer: the last `#### N` (strict) or the last number (flexible) in the last 300 characters, compared as a string | [`gsm8k`] |
 //! | `last_number` | the number a short reply ends with (after one `.`/`!` and closing `*`, `$`, `)`), strict about trailing text; exact decimal comparison with thousands commas; a fixed 64-character window | [`last_number`] |
 //! | `math` | math-verify–style equivalence: boxed / answer-line / `$…$` / final-number extraction, a LaTeX + plain-text parser, exact big-rational arithmetic, balls for irrationals, seeded random points for free variables | [`math`] |
 //!
@@ -53,6 +54,7 @@ pub mod code;
 pub mod combine;
 pub mod dapo;
 mod error;
+pub mod gsm8k;
 pub mod last_number;
 pub mod math;
 mod outcome;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::code::CodeConfig;
 use crate::dapo::DapoConfig;
+use crate::gsm8k::Gsm8kConfig;
 use crate::last_number::LastNumberConfig;
 use crate::math::MathConfig;
 use crate::{Budget, ConfigError, RewardMap, Verifier};
@@ -19,6 +20,8 @@ pub enum VerifierConfig {
     Code(CodeConfig),
     /// verl `math_dapo` parity ([`crate::dapo`]).
     Dapo(DapoConfig),
+    /// verl's GSM8K scorer ([`crate::gsm8k`]).
+    Gsm8k(Gsm8kConfig),
     /// The number a short reply ends with ([`crate::last_number`]).
     LastNumber(LastNumberConfig),
     /// Mathematical equivalence ([`crate::math`]).
@@ -32,6 +35,7 @@ rl_core::registry! {
     fn VerifierConfig::from_name -> ConfigError, kind "verifier" {
         "code" => VerifierConfig::Code(CodeConfig::default()),
         "dapo" => VerifierConfig::Dapo(DapoConfig::default()),
+        "gsm8k" => VerifierConfig::Gsm8k(Gsm8kConfig::default()),
         "last_number" => VerifierConfig::LastNumber(LastNumberConfig::default()),
         "math" => VerifierConfig::Math(MathConfig::default()),
     }
@@ -43,6 +47,7 @@ impl VerifierConfig {
         match self {
             VerifierConfig::Code(_) => "code",
             VerifierConfig::Dapo(_) => "dapo",
+            VerifierConfig::Gsm8k(_) => "gsm8k",
             VerifierConfig::LastNumber(_) => "last_number",
             VerifierConfig::Math(_) => "math",
         }
@@ -52,7 +57,9 @@ impl VerifierConfig {
     /// `last_number` by its fixed window).
     pub fn budget(&self) -> Option<&Budget> {
         match self {
-            VerifierConfig::Code(_) | VerifierConfig::LastNumber(_) => None,
+            VerifierConfig::Code(_) | VerifierConfig::LastNumber(_) | VerifierConfig::Gsm8k(_) => {
+                None
+            }
             VerifierConfig::Dapo(c) => Some(&c.budget),
             VerifierConfig::Math(c) => Some(&c.budget),
         }
@@ -61,7 +68,9 @@ impl VerifierConfig {
     /// The budget, for editing (`None` for `code` and `last_number`).
     pub fn budget_mut(&mut self) -> Option<&mut Budget> {
         match self {
-            VerifierConfig::Code(_) | VerifierConfig::LastNumber(_) => None,
+            VerifierConfig::Code(_) | VerifierConfig::LastNumber(_) | VerifierConfig::Gsm8k(_) => {
+                None
+            }
             VerifierConfig::Dapo(c) => Some(&mut c.budget),
             VerifierConfig::Math(c) => Some(&mut c.budget),
         }
@@ -76,6 +85,7 @@ impl VerifierConfig {
             VerifierConfig::Code(_) => RewardMap::binary(),
             VerifierConfig::Dapo(_) => RewardMap::signed(),
             VerifierConfig::LastNumber(_) => RewardMap::binary(),
+            VerifierConfig::Gsm8k(_) => RewardMap::binary(),
             VerifierConfig::Math(_) => RewardMap::binary(),
         }
     }
@@ -87,6 +97,7 @@ impl VerifierConfig {
             VerifierConfig::Code(c) => Box::new(c.build()?),
             VerifierConfig::Dapo(c) => Box::new(c.build()?),
             VerifierConfig::LastNumber(c) => Box::new(c.build()?),
+            VerifierConfig::Gsm8k(c) => Box::new(c.build()?),
             VerifierConfig::Math(c) => Box::new(c.clone().build()?),
         })
     }

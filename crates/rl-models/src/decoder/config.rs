@@ -708,6 +708,35 @@ impl ModelConfig {
         }
     }
 
+    /// Gemma-3-270M shapes (Gemma 3: hidden 640, 18 layers of which every sixth global, 4 query
+    /// heads and 1 key/value head of 256, MLP 2048, vocabulary 262,144, sliding window 512,
+    /// RoPE bases 1e6 global and 1e4 local, tied), as its GGUF describes them.
+    pub fn gemma3_270m() -> Self {
+        Self {
+            family: Family::Gemma3,
+            vocab_size: 262_144,
+            hidden_size: 640,
+            intermediate_size: 2048,
+            num_hidden_layers: 18,
+            num_attention_heads: 4,
+            num_key_value_heads: 1,
+            head_dim: 256,
+            max_position_embeddings: 32_768,
+            rms_norm_eps: 1e-6,
+            rope_theta: 1_000_000.0,
+            rope_scaling: None,
+            qkv_bias: false,
+            o_bias: false,
+            tie_word_embeddings: true,
+            bos_token_id: Some(2),
+            eos_token_id: vec![1],
+            torch_dtype: Some("bfloat16".to_string()),
+            initializer_range: 0.02,
+            sliding_window: Some(SlidingWindow::every(6, 18, 512, 10_000.0)),
+            query_pre_attn_scalar: Some(256.0),
+        }
+    }
+
     /// A tiny Qwen3-architecture config for tests and demos: hidden 64, 2 layers, 4 query heads
     /// and 2 key/value heads of 16, MLP 128, tied embeddings, RoPE base 1e6, 1024 positions.
     pub fn tiny(vocab_size: usize) -> Self {
