@@ -464,7 +464,10 @@ mod tests {
         assert!(lines[0]["reason"].as_str().unwrap().contains("max_digits"));
 
         for (bad, needle) in [
-            (args("sympy"), "valid names: code, dapo, last_number, math"),
+            (
+                args("sympy"),
+                "valid names: code, dapo, gsm8k, last_number, math",
+            ),
             (
                 VerifyArgs {
                     budget: vec!["max_steps=10".into()],

@@ -349,7 +349,21 @@ impl Tokenizer {
 
     /// Token ids of `text` (no BOS/EOS added; special tokens written in the text are recognised).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
-        let enc = self.inner.encode(text, false).map_err(tk_err("encoding"))?;
+        self.encode_with(text, false)
+    }
+
+    /// [`Self::encode`] with the tokenizer's post-processing, as HF's `tokenizer(text)` does
+    /// by default: the tokens it adds around a text (Gemma's and Llama 3's BOS; none for Qwen
+    /// or SmolLM2). The ids of a prompt given as plain text.
+    pub fn encode_prompt(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
+        self.encode_with(text, true)
+    }
+
+    fn encode_with(&self, text: &str, special: bool) -> Result<Vec<u32>, TokenizerError> {
+        let enc = self
+            .inner
+            .encode(text, special)
+            .map_err(tk_err("encoding"))?;
         if let Some(unk) = self.unk_id
             && let Some(i) = enc.get_ids().iter().position(|&id| id == unk)
         {

@@ -16,7 +16,7 @@ def test_verify_arguments():
     raises(TypeError, "answer must be str, got int", rlvr.verify, 1, "x")
     raises(TypeError, "response must be str, got NoneType", rlvr.verify, "1", None)
     raises(TypeError, "response must be str, got bytes", rlvr.verify, "1", b"1")
-    raises(ValueError, "unknown verifier `sympy`; valid names: code, dapo, last_number, math", rlvr.verify, "1", "1", "sympy")
+    raises(ValueError, "unknown verifier `sympy`; valid names: code, dapo, gsm8k, last_number, math", rlvr.verify, "1", "1", "sympy")
     raises(ValueError, "budget.max_steps", rlvr.verify, "1", "1", max_steps=0)
     raises(ValueError, "max_steps must be a non-negative integer", rlvr.verify, "1", "1", max_steps=-1)
     raises(TypeError, "max_steps must be int, got str", rlvr.verify, "1", "1", max_steps="10")

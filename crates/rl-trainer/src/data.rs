@@ -314,7 +314,9 @@ impl PromptRenderer {
         }
     }
 
-    /// Token ids of a prompt, ending where the model's answer begins.
+    /// Token ids of a prompt, ending where the model's answer begins: through the chat template,
+    /// or the text with the tokens the tokenizer adds around a text (a base model's BOS,
+    /// [`Tokenizer::encode_prompt`]).
     pub fn render(&self, prompt: &Prompt, tokenizer: &Tokenizer) -> Result<Vec<u32>, TrainerError> {
         let messages = match &prompt.text {
             PromptText::Text(p) => vec![ChatMessage::user(self.user_text(p))],
@@ -329,7 +331,7 @@ impl PromptRenderer {
             )?)
         } else {
             let text: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
-            Ok(tokenizer.encode(&text.join("\n"))?)
+            Ok(tokenizer.encode_prompt(&text.join("\n"))?)
         }
     }
 }

@@ -97,7 +97,10 @@ fn registered_with_binary_rewards_and_no_budget() {
     let err = VerifierConfig::from_name("last-number")
         .unwrap_err()
         .to_string();
-    assert!(err.contains("code, dapo, last_number, math"), "{err}");
+    assert!(
+        err.contains("code, dapo, gsm8k, last_number, math"),
+        "{err}"
+    );
 }
 
 /// Inputs made of the characters the rule cares about, plus a few others.

@@ -546,7 +546,7 @@ fn configs_round_trip_through_json_and_toml() {
     // Unknown names and fields are errors that say what is valid.
     let err = VerifierConfig::from_name("sympy").unwrap_err().to_string();
     assert!(
-        err.contains("sympy") && err.contains("dapo, last_number, math"),
+        err.contains("sympy") && err.contains("dapo, gsm8k, last_number, math"),
         "{err}"
     );
     assert!(serde_json::from_str::<VerifierConfig>(r#"{"name": "math", "budgett": {}}"#).is_err());

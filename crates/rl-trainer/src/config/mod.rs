@@ -202,6 +202,12 @@ pub struct RolloutSection {
     pub top_p: f32,
     /// Top-k (0 = off).
     pub top_k: usize,
+    /// More tokens that end a response, each one token of the vocabulary written as text (a
+    /// base model's few-shot prompt: `["\n\n"]` ends the answer before the next question),
+    /// beside the tokenizer's end tokens (`<|im_end|>`, `<|endoftext|>`, `<eos>`,
+    /// `<end_of_turn>`, `</s>`).
+    #[serde(default)]
+    pub stop: Vec<String>,
     /// Sequences per generation call (memory bound); 0 = all of a round at once.
     #[serde(default)]
     pub generation_batch: usize,
@@ -586,6 +592,7 @@ impl Default for TrainConfig {
                 temperature: 1.0,
                 top_p: 1.0,
                 top_k: 0,
+                stop: Vec::new(),
                 generation_batch: 0,
                 max_staleness: 0,
                 engine: EngineConfig::Local,

@@ -21,7 +21,8 @@ use super::benchmark::{
 use super::presets::ks_fit;
 use crate::data::{Dataset, PromptRenderer};
 use crate::multi_turn::Episodes;
-use crate::{Policy, TrainConfig, TrainerError, build_engine, end_token_ids};
+use crate::trainer::stop_ids;
+use crate::{Policy, TrainConfig, TrainerError, build_engine};
 
 /// What to evaluate and how.
 #[derive(Clone, Debug)]
@@ -151,7 +152,7 @@ impl PreparedBenchmark {
         let allowed = tokenizer.num_defined_ids().min(policy.vocab_size());
         let mut engine = build_engine(&config, &policy, &tokenizer, allowed, 0)?;
         let verifier = config.build_verifier()?;
-        let end_ids = end_token_ids(&tokenizer);
+        let end_ids = stop_ids(&config, &tokenizer)?;
         let samples_path = out.join("samples.jsonl");
         let mut records = read_samples(&samples_path, k)?;
         // Keep only whole prompts (a file cut short mid-prompt loses that prompt's partial lines).

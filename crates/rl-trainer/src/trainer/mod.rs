@@ -51,7 +51,7 @@ pub use crate::step_stats::{EpisodeStats, GenerationStats, UpdateStats};
 pub use checkpoint::{config_diff, latest_checkpoint};
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
-pub use prompts::end_token_ids;
+pub use prompts::{end_token_ids, stop_ids};
 pub use rounds::{CollectedBatch, ReceivedRound};
 pub use state::{RoundReply, SubmittedRound, Trainer, TrainerState};
 use state::{Start, Writers};

@@ -39,13 +39,7 @@ impl Prompts {
         for p in eval.iter().flat_map(|d| &d.prompts) {
             renderer.render(p, &tokenizer)?;
         }
-        let end_ids = end_token_ids(&tokenizer);
-        if end_ids.is_empty() {
-            return Err(TrainerError::Config {
-                field: "model.tokenizer".into(),
-                message: "the tokenizer has neither <|im_end|> nor <|endoftext|>; responses could never end".into(),
-            });
-        }
+        let end_ids = stop_ids(config, &tokenizer)?;
         Ok(Self {
             rendered: vec![None; train.len()],
             tokenizer,
@@ -107,10 +101,47 @@ impl Prompts {
     }
 }
 
-/// Token ids that end a response: `<|im_end|>` and `<|endoftext|>` where the tokenizer has them.
+/// Token ids that end a response: `<|im_end|>` and `<|endoftext|>` (Qwen, SmolLM2), `<eos>`
+/// and `<end_of_turn>` (Gemma), `</s>` (Llama 2, Mistral), where the tokenizer has them.
 pub fn end_token_ids(tokenizer: &Tokenizer) -> Vec<u32> {
-    ["<|im_end|>", "<|endoftext|>"]
-        .iter()
-        .filter_map(|t| tokenizer.token_to_id(t))
-        .collect()
+    [
+        "<|im_end|>",
+        "<|endoftext|>",
+        "<eos>",
+        "<end_of_turn>",
+        "</s>",
+    ]
+    .iter()
+    .filter_map(|t| tokenizer.token_to_id(t))
+    .collect()
+}
+
+/// The ids that end a response under `config`: [`end_token_ids`] and each `rollout.stop` token.
+/// Errors name `rollout.stop` for a stop string that is not one token of the vocabulary, and
+/// `model.tokenizer` when nothing could end a response.
+pub fn stop_ids(config: &TrainConfig, tokenizer: &Tokenizer) -> Result<Vec<u32>, TrainerError> {
+    let mut ids = end_token_ids(tokenizer);
+    for s in &config.rollout.stop {
+        let id = tokenizer
+            .token_to_id(s)
+            .ok_or_else(|| TrainerError::Config {
+                field: "rollout.stop".into(),
+                message: format!(
+                    "{s:?} is not one token of the vocabulary (each stop is a single token, \
+                     written as the tokenizer spells it)"
+                ),
+            })?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    if ids.is_empty() {
+        return Err(TrainerError::Config {
+            field: "model.tokenizer".into(),
+            message: "the tokenizer has none of <|im_end|>, <|endoftext|>, <eos>, <end_of_turn>, \
+                      </s> and rollout.stop is empty; responses could never end"
+                .into(),
+        });
+    }
+    Ok(ids)
 }
