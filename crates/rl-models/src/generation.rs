@@ -6,6 +6,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::decoder::{AttentionMask, CausalLm, PromptGroups};
@@ -204,6 +205,33 @@ pub(crate) fn sample_row(
             sampling_logprob: 0.0,
         });
     }
+    if (cfg.top_k == 0 || cfg.top_k >= allowed) && cfg.top_p >= 1.0 {
+        // Every allowed id is a candidate, in id order: the general path below without its
+        // candidate list (the same weights, sums and draw, so the same token).
+        let cmax = allowed_logits
+            .iter()
+            .fold(f64::NEG_INFINITY, |a, &x| a.max(x as f64 / t));
+        let weights: Vec<f64> = allowed_logits
+            .iter()
+            .map(|&x| (x as f64 / t - cmax).exp())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let u = rng.random::<f64>() * total;
+        let mut acc = 0.0;
+        let mut chosen = allowed - 1;
+        for (k, w) in weights.iter().enumerate() {
+            acc += w;
+            if u < acc {
+                chosen = k;
+                break;
+            }
+        }
+        return Some(Sampled {
+            token: chosen as u32,
+            logprob: reported(chosen),
+            sampling_logprob: (weights[chosen] / total).ln() as f32,
+        });
+    }
     let mut cand: Vec<(u32, f64)> = allowed_logits
         .iter()
         .enumerate()
@@ -371,14 +399,26 @@ pub fn generate_seeded<B: Backend>(
             .map_err(|e| ModelError::Data(format!("{e:?}")))?;
         let mut keep = Vec::with_capacity(active.len());
         let mut next = Vec::with_capacity(active.len());
-        for (k, &row) in active.iter().enumerate() {
-            let s = sample_row(
-                &data[k * vocab..(k + 1) * vocab],
-                cfg,
-                allowed,
-                &mut rngs[row],
-            )
-            .ok_or(ModelError::NonFiniteLogits { row, step })?;
+        // The rows' draws in parallel (each row has its own generator, so the draws are those
+        // of a sequential loop): `active` is ascending, so the generators of the active rows,
+        // taken in row order, line up with `k`.
+        let mut is_active = vec![false; b];
+        for &row in &active {
+            is_active[row] = true;
+        }
+        let mut row_rngs: Vec<&mut ChaCha8Rng> = rngs
+            .iter_mut()
+            .enumerate()
+            .filter(|(row, _)| is_active[*row])
+            .map(|(_, r)| r)
+            .collect();
+        let sampled: Vec<Option<Sampled>> = row_rngs
+            .par_iter_mut()
+            .enumerate()
+            .map(|(k, rng)| sample_row(&data[k * vocab..(k + 1) * vocab], cfg, allowed, rng))
+            .collect();
+        for (k, (&row, s)) in active.iter().zip(sampled).enumerate() {
+            let s = s.ok_or(ModelError::NonFiniteLogits { row, step })?;
             let g = &mut results[row];
             g.tokens.push(s.token);
             g.logprobs.push(s.logprob);
