@@ -84,6 +84,7 @@ impl BackendJob for Job {
                 eval_per_tier: args.eval_per_tier,
                 ..Default::default()
             },
+            settings: rlvr::smollm2::SETTINGS,
             overrides,
         };
         let files = job.write_data()?;

@@ -35,7 +35,11 @@ pub mod cli;
 /// The embedded arithmetic run, which lives in `rl_trainer::tasks::demo`.
 pub use rl_trainer::tasks::demo;
 #[cfg(feature = "cli")]
+pub mod gemma3;
+#[cfg(feature = "cli")]
 pub mod progress;
+#[cfg(feature = "cli")]
+pub mod real_model;
 #[cfg(feature = "cli")]
 pub mod report;
 #[cfg(feature = "cli")]

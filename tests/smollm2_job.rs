@@ -41,6 +41,7 @@ fn a_tiny_run_leaves_a_well_formed_run_folder() {
             eval_per_tier: 1,
             ..Default::default()
         },
+        settings: rlvr::smollm2::SETTINGS,
         overrides: Some(TINY.into()),
     };
     let files = job.write_data().unwrap();

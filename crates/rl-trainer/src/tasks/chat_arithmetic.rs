@@ -7,10 +7,11 @@
 //! `data.template = "raw"`), and the `last_number` verifier reads the reply's final number.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::TaskFiles;
 use super::arithmetic::{ArithmeticTask, Tier};
 use crate::TrainerError;
 use crate::data::{Dataset, PromptText};
@@ -58,15 +59,6 @@ impl Default for ChatArithmetic {
     }
 }
 
-/// Where [`ChatArithmetic::write`] put the two sets.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChatArithmeticFiles {
-    /// Training prompts.
-    pub train: PathBuf,
-    /// Held-out prompts.
-    pub eval: PathBuf,
-}
-
 impl ChatArithmetic {
     /// The question for `a op b` (`*` written as `×`).
     pub fn question_for(&self, a: i64, op: char, b: i64) -> String {
@@ -89,10 +81,10 @@ impl ChatArithmetic {
 
     /// Writes `train.jsonl` and `eval.jsonl` into `dir` (created if needed): one object per
     /// line with `prompt` (the question), `answer` and `tier`.
-    pub fn write(&self, dir: &Path) -> Result<ChatArithmeticFiles, TrainerError> {
+    pub fn write(&self, dir: &Path) -> Result<TaskFiles, TrainerError> {
         let (train, eval) = self.split()?;
         std::fs::create_dir_all(dir).map_err(|e| TrainerError::io(dir, e))?;
-        let files = ChatArithmeticFiles {
+        let files = TaskFiles {
             train: dir.join("train.jsonl"),
             eval: dir.join("eval.jsonl"),
         };
@@ -102,7 +94,7 @@ impl ChatArithmetic {
     }
 }
 
-fn write_jsonl(data: &Dataset, path: &Path) -> Result<(), TrainerError> {
+pub(super) fn write_jsonl(data: &Dataset, path: &Path) -> Result<(), TrainerError> {
     let mut out = Vec::new();
     for (i, p) in data.prompts.iter().enumerate() {
         let prompt = match &p.text {

@@ -1,6 +1,8 @@
 //! A built-in arithmetic task family with difficulty tiers, generated deterministically: the
 //! embedded default of `cargo run --example da3po_qwen3` and of the trainer's tests. The whole
-//! embedded run built on it (split, tiny model, warm-start, RL settings) is [`demo`].
+//! embedded run built on it (split, tiny model, warm-start, RL settings) is [`demo`]. For real
+//! models: [`chat_arithmetic`] (one-number answers for an instruct model) and
+//! [`word_problems`] (multi-step problems worked out in the answer, for a base model).
 //!
 //! A problem is `a+b` (or `a-b`, `a*b`); the expected response is `Answer: <n>` followed by the
 //! end-of-turn token, so the `dapo` verifier (verl `math_dapo` parity) scores it exactly as it
@@ -11,9 +13,20 @@ pub mod chat_arithmetic;
 pub mod demo;
 mod embedded;
 pub mod tool_use;
+pub mod word_problems;
 
 pub use arithmetic::{ALPHABET, ArithmeticTask, SPECIAL_TOKENS, Tier};
 pub use chat_arithmetic::ChatArithmetic;
 pub use demo::ArithmeticDemo;
 pub use embedded::tiny_qwen3;
 pub use tool_use::ToolUseDemo;
+pub use word_problems::WordProblems;
+
+/// Where a task wrote its prompt sets (JSON lines: `prompt`, `answer`, `tier`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskFiles {
+    /// Training prompts.
+    pub train: std::path::PathBuf,
+    /// Held-out prompts.
+    pub eval: std::path::PathBuf,
+}
