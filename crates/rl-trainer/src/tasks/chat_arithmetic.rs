@@ -6,15 +6,14 @@
 //! The model's own chat template wraps the question (`data.chat_template = true`,
 //! `data.template = "raw"`), and the `last_number` verifier reads the reply's final number.
 
-use std::io::Write;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::TaskFiles;
 use super::arithmetic::{ArithmeticTask, Tier};
+use super::task_files::TaskFiles;
 use crate::TrainerError;
-use crate::data::{Dataset, PromptText};
+use crate::data::Dataset;
 
 /// The question asked for `a op b`: `{a}`, `{op}` and `{b}` are replaced.
 pub const QUESTION: &str = "What is {a} {op} {b}? Give only the number.";
@@ -83,38 +82,15 @@ impl ChatArithmetic {
     /// line with `prompt` (the question), `answer` and `tier`.
     pub fn write(&self, dir: &Path) -> Result<TaskFiles, TrainerError> {
         let (train, eval) = self.split()?;
-        std::fs::create_dir_all(dir).map_err(|e| TrainerError::io(dir, e))?;
-        let files = TaskFiles {
-            train: dir.join("train.jsonl"),
-            eval: dir.join("eval.jsonl"),
-        };
-        write_jsonl(&train, &files.train)?;
-        write_jsonl(&eval, &files.eval)?;
-        Ok(files)
+        TaskFiles::write(dir, &train, &eval)
     }
-}
-
-pub(super) fn write_jsonl(data: &Dataset, path: &Path) -> Result<(), TrainerError> {
-    let mut out = Vec::new();
-    for (i, p) in data.prompts.iter().enumerate() {
-        let prompt = match &p.text {
-            PromptText::Text(t) => serde_json::Value::from(t.as_str()),
-            PromptText::Chat(m) => serde_json::to_value(m).map_err(|e| TrainerError::Data {
-                path: path.display().to_string(),
-                record: i + 1,
-                message: e.to_string(),
-            })?,
-        };
-        let record = serde_json::json!({"prompt": prompt, "answer": p.answer, "tier": p.tier});
-        writeln!(out, "{record}").map_err(|e| TrainerError::io(path, e))?;
-    }
-    std::fs::write(path, out).map_err(|e| TrainerError::io(path, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{DataSection, PromptTemplate};
+    use crate::data::PromptText;
 
     #[test]
     fn sets_are_disjoint_and_read_back_with_their_answers() {

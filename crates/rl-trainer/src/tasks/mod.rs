@@ -12,6 +12,7 @@ mod arithmetic;
 pub mod chat_arithmetic;
 pub mod demo;
 mod embedded;
+mod task_files;
 pub mod tool_use;
 pub mod word_problems;
 
@@ -19,14 +20,6 @@ pub use arithmetic::{ALPHABET, ArithmeticTask, SPECIAL_TOKENS, Tier};
 pub use chat_arithmetic::ChatArithmetic;
 pub use demo::ArithmeticDemo;
 pub use embedded::tiny_qwen3;
+pub use task_files::TaskFiles;
 pub use tool_use::ToolUseDemo;
 pub use word_problems::WordProblems;
-
-/// Where a task wrote its prompt sets (JSON lines: `prompt`, `answer`, `tier`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TaskFiles {
-    /// Training prompts.
-    pub train: std::path::PathBuf,
-    /// Held-out prompts.
-    pub eval: std::path::PathBuf,
-}

@@ -17,8 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::TaskFiles;
-use super::chat_arithmetic::write_jsonl;
+use super::task_files::TaskFiles;
 use crate::TrainerError;
 use crate::data::{Dataset, Prompt, PromptText};
 
@@ -244,14 +243,7 @@ impl WordProblems {
     /// line with `prompt` (the question), `answer` and `tier`.
     pub fn write(&self, dir: &Path) -> Result<TaskFiles, TrainerError> {
         let (train, eval) = self.split()?;
-        std::fs::create_dir_all(dir).map_err(|e| TrainerError::io(dir, e))?;
-        let files = TaskFiles {
-            train: dir.join("train.jsonl"),
-            eval: dir.join("eval.jsonl"),
-        };
-        write_jsonl(&train, &files.train)?;
-        write_jsonl(&eval, &files.eval)?;
-        Ok(files)
+        TaskFiles::write(dir, &train, &eval)
     }
 }
 

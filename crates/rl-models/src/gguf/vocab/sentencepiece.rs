@@ -33,7 +33,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::{GgufVocab, GgufVocabError, token_type};
+use super::metadata::{GgufVocab, GgufVocabError, token_type};
 
 /// The `tokenizer.json` of a SentencePiece vocabulary (see the module documentation); `vocab`
 /// is validated.

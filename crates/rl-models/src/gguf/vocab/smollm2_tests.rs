@@ -1,5 +1,6 @@
 use super::tests::{assert_cases_match, assert_vocab_matches, fixture_path};
 use super::*;
+use crate::gguf::read::GgufFile;
 use std::path::PathBuf;
 
 /// The real SmolLM2-135M-Instruct GGUF (`scripts/fetch-smollm2.sh`): its `tokenizer.ggml.*`

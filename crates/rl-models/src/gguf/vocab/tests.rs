@@ -1,4 +1,6 @@
+use super::byte_level::{byte_alphabet, byte_level_spelling};
 use super::*;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// A tiny byte-level vocabulary, `pre` = `qwen2`:
