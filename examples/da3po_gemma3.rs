@@ -23,10 +23,9 @@ use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
 use rlvr::gemma3::{Gemma3Job, SETTINGS, fetch_model};
-use rlvr::real_model::peak_rss_mib;
-use rlvr::report::train_and_report;
+use rlvr::real_model::read_overrides;
+use rlvr::trainer::TrainerError;
 use rlvr::trainer::tasks::WordProblems;
-use rlvr::trainer::{Run, TrainerError};
 
 #[derive(Parser, Debug, Clone)]
 #[command(about = "DA3PO on Gemma-3-270M base over multi-step word problems, on the CPU")]
@@ -77,10 +76,7 @@ impl BackendJob for Job {
             (None, true) => PathBuf::new(),
             (None, false) => fetch_model(&repo)?,
         };
-        let overrides = match &args.config {
-            Some(p) => Some(std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e))?),
-            None => None,
-        };
+        let overrides = read_overrides(args.config.as_deref())?;
         let job = Gemma3Job {
             model,
             out: args
@@ -101,26 +97,14 @@ impl BackendJob for Job {
             println!("{}\n{}", files.train.display(), files.eval.display());
             return Ok(());
         }
-        let mut config = job.config(&files)?;
-        if let Some(s) = args.steps {
-            config.steps = s;
-        }
-        println!(
-            "Gemma-3-270M base ({}), {} for {} steps; prompts in {}",
-            job.model.display(),
-            config.algorithm,
-            config.steps,
-            files.train.parent().unwrap_or(&job.out).display()
-        );
-        train_and_report::<B>(Run::checkpoint(config)?.resume(args.resume), device)?;
-        println!(
-            "wall time {:.0} s, peak RSS {}",
-            t0.elapsed().as_secs_f64(),
-            peak_rss_mib()
-                .map(|m| format!("{m:.0} MiB"))
-                .unwrap_or_else(|| "unknown".into())
-        );
-        Ok(())
+        job.train::<B>(
+            "Gemma-3-270M base",
+            &files,
+            args.steps,
+            args.resume,
+            device,
+            t0,
+        )
     }
 }
 

@@ -19,10 +19,10 @@ use std::time::Instant;
 use burn::tensor::backend::AutodiffBackend;
 use clap::Parser;
 use rlvr::backend::{BackendJob, BackendKind, run_or_exit};
-use rlvr::report::train_and_report;
-use rlvr::smollm2::{SmolLm2Job, fetch_model, peak_rss_mib};
+use rlvr::real_model::read_overrides;
+use rlvr::smollm2::{SmolLm2Job, fetch_model};
+use rlvr::trainer::TrainerError;
 use rlvr::trainer::tasks::ChatArithmetic;
-use rlvr::trainer::{Run, TrainerError};
 
 #[derive(Parser, Debug, Clone)]
 #[command(about = "DA3PO on SmolLM2-135M-Instruct over graded chat arithmetic, on the CPU")]
@@ -68,10 +68,7 @@ impl BackendJob for Job {
             Some(m) => m.clone(),
             None => fetch_model(&repo)?,
         };
-        let overrides = match &args.config {
-            Some(p) => Some(std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e))?),
-            None => None,
-        };
+        let overrides = read_overrides(args.config.as_deref())?;
         let job = SmolLm2Job {
             model,
             out: args
@@ -88,26 +85,14 @@ impl BackendJob for Job {
             overrides,
         };
         let files = job.write_data()?;
-        let mut config = job.config(&files)?;
-        if let Some(s) = args.steps {
-            config.steps = s;
-        }
-        println!(
-            "SmolLM2-135M-Instruct ({}), {} for {} steps; prompts in {}",
-            job.model.display(),
-            config.algorithm,
-            config.steps,
-            files.train.parent().unwrap_or(&job.out).display()
-        );
-        train_and_report::<B>(Run::checkpoint(config)?.resume(args.resume), device)?;
-        println!(
-            "wall time {:.0} s, peak RSS {}",
-            t0.elapsed().as_secs_f64(),
-            peak_rss_mib()
-                .map(|m| format!("{m:.0} MiB"))
-                .unwrap_or_else(|| "unknown".into())
-        );
-        Ok(())
+        job.train::<B>(
+            "SmolLM2-135M-Instruct",
+            &files,
+            args.steps,
+            args.resume,
+            device,
+            t0,
+        )
     }
 }
 

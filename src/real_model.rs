@@ -10,9 +10,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Instant;
 
+use burn::tensor::backend::AutodiffBackend;
 use rl_trainer::tasks::{ChatArithmetic, TaskFiles, WordProblems};
-use rl_trainer::{TrainConfig, TrainerError};
+use rl_trainer::{Run, TrainConfig, TrainerError};
+
+use crate::report::train_and_report;
 
 /// A task that writes training and held-out prompt files.
 pub trait TaskData {
@@ -98,6 +102,47 @@ impl<T: TaskData> RealModelJob<T> {
         config.validate()?;
         Ok(config)
     }
+
+    /// Trains the job's config (`steps` instead of the settings' when given; `resume`: from the
+    /// run folder's latest checkpoint) and reports as `rlvr train` does (held-out accuracy before
+    /// → after, the learning curve), then prints the wall time since `t0` and the peak RSS.
+    /// `name` names the model in the first line printed.
+    pub fn train<B: AutodiffBackend>(
+        &self,
+        name: &str,
+        files: &TaskFiles,
+        steps: Option<usize>,
+        resume: bool,
+        device: B::Device,
+        t0: Instant,
+    ) -> Result<(), TrainerError> {
+        let mut config = self.config(files)?;
+        if let Some(s) = steps {
+            config.steps = s;
+        }
+        println!(
+            "{name} ({}), {} for {} steps; prompts in {}",
+            self.model.display(),
+            config.algorithm,
+            config.steps,
+            files.train.parent().unwrap_or(&self.out).display()
+        );
+        train_and_report::<B>(Run::checkpoint(config)?.resume(resume), device)?;
+        println!(
+            "wall time {:.0} s, peak RSS {}",
+            t0.elapsed().as_secs_f64(),
+            peak_rss_mib()
+                .map(|m| format!("{m:.0} MiB"))
+                .unwrap_or_else(|| "unknown".into())
+        );
+        Ok(())
+    }
+}
+
+/// The text of the file given as `--config FILE` (TOML overrides of a job's settings), if any.
+pub fn read_overrides(path: Option<&Path>) -> Result<Option<String>, TrainerError> {
+    path.map(|p| std::fs::read_to_string(p).map_err(|e| TrainerError::io(p, e)))
+        .transpose()
 }
 
 /// Peak resident memory of this process so far (`VmHWM`), in MiB; `None` off Linux.

@@ -8,7 +8,6 @@ use rl_trainer::TrainerError;
 use rl_trainer::tasks::ChatArithmetic;
 
 use crate::real_model::RealModelJob;
-pub use crate::real_model::peak_rss_mib;
 
 /// The job's settings (`configs/da3po_smollm2.toml`), compiled in.
 pub const SETTINGS: &str = include_str!("../configs/da3po_smollm2.toml");

@@ -12,6 +12,9 @@ use burn::tensor::{Int, Tensor, TensorData};
 use rl_models::{CausalLm, EntropyMode, Family, GenerationConfig, generate};
 use serde_json::Value;
 
+mod common;
+use common::{f32s, max_abs_diff, u32s};
+
 type B = Flex;
 
 /// Log-probs and entropies within this of transformers' (the bound of the SmolLM2 suite for a
@@ -51,30 +54,6 @@ fn gguf() -> PathBuf {
 fn fixture(name: &str) -> Value {
     let path = manifest_dir().join("tests/fixtures/gemma3_270m").join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-fn u32s(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
-}
-
-fn f32s(v: &Value) -> Vec<f32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap() as f32)
-        .collect()
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
 }
 
 /// One test so the 268M-parameter model is dequantized once (about 1.1 GB of f32 weights).

@@ -14,6 +14,9 @@ use rl_models::{
 };
 use serde_json::Value;
 
+mod common;
+use common::{f32s, max_abs_diff, u32s};
+
 type B = Flex;
 
 /// Log-probs and entropies within this of transformers' (the bound for the real model).
@@ -56,30 +59,6 @@ fn chat_messages(v: &Value) -> Vec<ChatMessage> {
         .iter()
         .map(|m| ChatMessage::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
         .collect()
-}
-
-fn u32s(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
-}
-
-fn f32s(v: &Value) -> Vec<f32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap() as f32)
-        .collect()
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
 }
 
 /// One test so the 135M-parameter model is dequantized once (about 0.5 GB of f32 weights).

@@ -239,36 +239,6 @@ pub(super) fn tokenizer_json(vocab: &GgufVocab) -> Result<Value, GgufVocabError>
         })
         .collect();
 
-    let bos = vocab
-        .bos_token_id
-        .filter(|_| vocab.add_bos_token == Some(true));
-    let eos = vocab
-        .eos_token_id
-        .filter(|_| vocab.add_eos_token == Some(true));
-    let special = |id: u32, type_id: u32| json!({ "SpecialToken": { "id": vocab.tokens[id as usize], "type_id": type_id } });
-    let sequence =
-        |name: &str, type_id: u32| json!({ "Sequence": { "id": name, "type_id": type_id } });
-    let mut single = Vec::new();
-    let mut pair = Vec::new();
-    for (name, type_id, out) in [("A", 0, &mut single), ("B", 1, &mut pair)] {
-        if let Some(b) = bos {
-            out.push(special(b, type_id));
-        }
-        out.push(sequence(name, type_id));
-        if let Some(e) = eos {
-            out.push(special(e, type_id));
-        }
-    }
-    let pair: Vec<Value> = single.iter().cloned().chain(pair).collect();
-    let mut special_tokens = serde_json::Map::new();
-    for id in [bos, eos].into_iter().flatten() {
-        let token = &vocab.tokens[id as usize];
-        special_tokens.insert(
-            token.clone(),
-            json!({ "id": token, "ids": [id], "tokens": [token] }),
-        );
-    }
-
     let mut vocab_map = serde_json::Map::new();
     for (i, s) in spelled.into_iter().enumerate() {
         vocab_map.insert(s, json!(i));
@@ -288,12 +258,7 @@ pub(super) fn tokenizer_json(vocab: &GgufVocab) -> Result<Value, GgufVocabError>
         "added_tokens": added_tokens,
         "normalizer": null,
         "pre_tokenizer": pre,
-        "post_processor": {
-            "type": "TemplateProcessing",
-            "single": single,
-            "pair": pair,
-            "special_tokens": special_tokens,
-        },
+        "post_processor": vocab.post_processor(),
         "decoder": {
             "type": "ByteLevel",
             "add_prefix_space": true,

@@ -1,6 +1,8 @@
 //! The vocabulary metadata of a GGUF file (`tokenizer.ggml.*`), read and validated, and why
 //! it can fail to become a tokenizer.
 
+use serde_json::{Value, json};
+
 use super::super::read::{GgufError, GgufFile};
 
 /// `tokenizer.ggml.token_type` values (llama.cpp's `llama_token_type`).
@@ -282,6 +284,45 @@ impl GgufVocab {
             return Err(GgufVocabError::NoScores);
         }
         Ok(())
+    }
+
+    /// The `tokenizer.json` post-processor transformers builds: the bos token before the text
+    /// when `add_bos_token` is true and the eos token after it when `add_eos_token` is true (a
+    /// flag without its token id is ignored), for single texts and pairs.
+    pub(super) fn post_processor(&self) -> Value {
+        let bos = self
+            .bos_token_id
+            .filter(|_| self.add_bos_token == Some(true));
+        let eos = self
+            .eos_token_id
+            .filter(|_| self.add_eos_token == Some(true));
+        let special = |id: u32, type_id: u32| json!({ "SpecialToken": { "id": self.tokens[id as usize], "type_id": type_id } });
+        let mut single = Vec::new();
+        let mut pair = Vec::new();
+        for (name, type_id, out) in [("A", 0, &mut single), ("B", 1, &mut pair)] {
+            if let Some(b) = bos {
+                out.push(special(b, type_id));
+            }
+            out.push(json!({ "Sequence": { "id": name, "type_id": type_id } }));
+            if let Some(e) = eos {
+                out.push(special(e, type_id));
+            }
+        }
+        let pair: Vec<Value> = single.iter().cloned().chain(pair).collect();
+        let mut special_tokens = serde_json::Map::new();
+        for id in [bos, eos].into_iter().flatten() {
+            let token = &self.tokens[id as usize];
+            special_tokens.insert(
+                token.clone(),
+                json!({ "id": token, "ids": [id], "tokens": [token] }),
+            );
+        }
+        json!({
+            "type": "TemplateProcessing",
+            "single": single,
+            "pair": pair,
+            "special_tokens": special_tokens,
+        })
     }
 
     pub(super) fn special_ids(&self) -> [(&'static str, Option<u32>); 4] {
