@@ -35,6 +35,15 @@ pub fn plot_run(metrics: &[StepMetrics], title: &str, path: &Path) -> Result<(),
     let pts = |f: &dyn Fn(&StepMetrics) -> f64| -> Vec<(f64, f64)> {
         train.iter().map(|m| (m.step as f64, f(m))).collect()
     };
+    // The share of generated responses in which the verifier found an answer to compare.
+    let well_formed: Vec<(f64, f64)> = train
+        .iter()
+        .filter_map(|m| {
+            let total: u64 = m.outcomes.values().sum();
+            let unparseable = m.outcomes.get("unparseable_response").copied().unwrap_or(0);
+            (total > 0).then(|| (m.step as f64, 1.0 - unparseable as f64 / total as f64))
+        })
+        .collect();
     let rollout = Panel::new("rollouts (all generated responses)", "step", "")
         .with_series(Series::new("accuracy", pts(&|m| m.acc)))
         .with_series(Series::new(
@@ -48,6 +57,11 @@ pub fn plot_run(metrics: &[StepMetrics], title: &str, path: &Path) -> Result<(),
         .with_series(Series::new(
             "frac. responses amplified (DAA)",
             pts(&|m| m.frac_amplified),
+        ))
+        .with_series(Series::new("well-formed (an answer found)", well_formed))
+        .with_series(Series::new(
+            "truncated (max_new_tokens)",
+            pts(&|m| m.truncation_rate),
         ));
     let sampling = Panel::new("dynamic sampling", "step", "")
         .with_series(Series::new(
@@ -58,13 +72,24 @@ pub fn plot_run(metrics: &[StepMetrics], title: &str, path: &Path) -> Result<(),
             "kept / seen groups",
             pts(&|m| m.groups_kept as f64 / m.groups_seen.max(1) as f64),
         ));
+    // Steps that kept no group train nothing: no length, entropy or gradient to show.
+    let trained: Vec<&&StepMetrics> = train.iter().filter(|m| m.updates > 0).collect();
+    let tpts = |f: &dyn Fn(&StepMetrics) -> f64| -> Vec<(f64, f64)> {
+        trained.iter().map(|m| (m.step as f64, f(m))).collect()
+    };
+    let lengths = Panel::new("trained responses", "step", "tokens")
+        .with_series(Series::new("mean length", tpts(&|m| m.response_len_mean)))
+        .with_series(Series::new("longest", tpts(&|m| m.response_len_max as f64)));
     let loss = Panel::new("policy", "step", "")
-        .with_series(Series::new("entropy", pts(&|m| m.entropy)))
+        .with_series(Series::new("entropy (nats/token)", tpts(&|m| m.entropy)))
         .with_series(Series::new(
             "clip frac (upper)",
-            pts(&|m| m.clip_frac_upper),
-        ))
-        .with_series(Series::new("grad norm", pts(&|m| m.grad_norm)));
+            tpts(&|m| m.clip_frac_upper),
+        ));
+    let grad = Panel::new("update", "step", "").with_series(Series::new(
+        "grad norm (before clipping)",
+        tpts(&|m| m.grad_norm),
+    ));
     // Multi-turn runs: how often the model calls a tool, in rollouts and on held-out prompts.
     let tool_steps: Vec<(f64, f64)> = train
         .iter()
@@ -87,7 +112,7 @@ pub fn plot_run(metrics: &[StepMetrics], title: &str, path: &Path) -> Result<(),
         .with_y_range(0.0, 1.0)
         .with_series(Series::new("rollouts", tool_steps))
         .with_series(Series::new("held-out", tool_eval));
-    let panels: Vec<Panel> = [eval, tools, rollout, sampling, loss]
+    let panels: Vec<Panel> = [eval, tools, rollout, sampling, lengths, loss, grad]
         .into_iter()
         .filter(|p| {
             p.series
