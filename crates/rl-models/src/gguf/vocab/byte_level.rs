@@ -33,7 +33,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::metadata::{GgufVocab, GgufVocabError, SUPPORTED_PRE, token_type};
+use super::metadata::{GgufVocab, GgufVocabError, SUPPORTED_PRE};
 
 /// transformers' split pattern for `qwen2` (`Qwen2Tokenizer`'s `PRETOKENIZE_REGEX`): digits one
 /// by one.
@@ -198,46 +198,9 @@ pub(super) fn tokenizer_json(vocab: &GgufVocab) -> Result<Value, GgufVocabError>
         merges.push(json!([a, b]));
     }
 
-    // Added tokens: control (special), then user-defined (not special), then the bos / eos /
-    // unknown / padding tokens (special) that are not added yet; written in id order.
-    let mut added: Vec<(usize, bool)> = Vec::new();
-    let mut is_added = vec![false; n];
-    let mut add = |id: usize, special: bool, added: &mut Vec<(usize, bool)>| {
-        if !is_added[id] && in_alphabet(&vocab.tokens[id], &alphabet) {
-            is_added[id] = true;
-            added.push((id, special));
-        }
-    };
-    for id in 0..n {
-        if vocab.type_of(id) == token_type::CONTROL {
-            add(id, true, &mut added);
-        }
-    }
-    for id in 0..n {
-        if vocab.type_of(id) == token_type::USER_DEFINED {
-            add(id, false, &mut added);
-        }
-    }
-    for (_, id) in vocab.special_ids() {
-        if let Some(id) = id {
-            add(id as usize, true, &mut added);
-        }
-    }
-    added.sort_unstable();
-    let added_tokens: Vec<Value> = added
-        .iter()
-        .map(|&(id, special)| {
-            json!({
-                "id": id,
-                "content": vocab.tokens[id],
-                "single_word": false,
-                "lstrip": false,
-                "rstrip": false,
-                "normalized": false,
-                "special": special,
-            })
-        })
-        .collect();
+    // Added tokens: those written in the byte-level alphabet (transformers skips the others as
+    // mislabelled).
+    let added_tokens = vocab.added_tokens(|id, _| in_alphabet(&vocab.tokens[id], &alphabet));
 
     let mut vocab_map = serde_json::Map::new();
     for (i, s) in spelled.into_iter().enumerate() {

@@ -325,6 +325,50 @@ impl GgufVocab {
         })
     }
 
+    /// The `added_tokens` of the `tokenizer.json`, in id order: control tokens (special), then
+    /// user-defined tokens (not special), then the bos / eos / unknown / padding tokens
+    /// (special) that are not added yet; each only when `admit(id, token_type)` holds (the
+    /// specials are asked with [`token_type::CONTROL`]).
+    pub(super) fn added_tokens(&self, admit: impl Fn(usize, i32) -> bool) -> Vec<Value> {
+        let n = self.tokens.len();
+        let mut added: Vec<(usize, bool)> = Vec::new();
+        let mut is_added = vec![false; n];
+        let mut add = |id: usize, kind: i32, special: bool| {
+            if !is_added[id] && admit(id, kind) {
+                is_added[id] = true;
+                added.push((id, special));
+            }
+        };
+        for id in 0..n {
+            if self.type_of(id) == token_type::CONTROL {
+                add(id, token_type::CONTROL, true);
+            }
+        }
+        for id in 0..n {
+            if self.type_of(id) == token_type::USER_DEFINED {
+                add(id, token_type::USER_DEFINED, false);
+            }
+        }
+        for id in self.special_ids().into_iter().filter_map(|(_, id)| id) {
+            add(id as usize, token_type::CONTROL, true);
+        }
+        added.sort_unstable();
+        added
+            .iter()
+            .map(|&(id, special)| {
+                json!({
+                    "id": id,
+                    "content": self.tokens[id],
+                    "single_word": false,
+                    "lstrip": false,
+                    "rstrip": false,
+                    "normalized": false,
+                    "special": special,
+                })
+            })
+            .collect()
+    }
+
     pub(super) fn special_ids(&self) -> [(&'static str, Option<u32>); 4] {
         [
             ("bos_token_id", self.bos_token_id),

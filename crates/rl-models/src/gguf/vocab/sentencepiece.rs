@@ -87,7 +87,10 @@ pub(super) fn tokenizer_json(vocab: &GgufVocab) -> Result<Value, GgufVocabError>
             .collect()
     };
 
-    let added = added_tokens(vocab, &ids);
+    // Added tokens: user-defined ones only when the vocabulary spells them.
+    let added = vocab.added_tokens(|id, kind| {
+        kind != token_type::USER_DEFINED || ids.contains_key(vocab.tokens[id].as_str())
+    });
 
     let mut vocab_map = serde_json::Map::with_capacity(ids.len());
     for t in &order {
@@ -222,53 +225,6 @@ fn derive_merges<'a>(
             .then(b.right_len.cmp(&a.right_len))
     });
     cuts.into_iter().map(|c| (c.left, c.right)).collect()
-}
-
-/// The added tokens, in id order: control tokens special, user-defined tokens that are in the
-/// vocabulary not special, then the bos / eos / unknown / padding tokens special when not added
-/// yet.
-fn added_tokens(vocab: &GgufVocab, ids: &HashMap<&str, usize>) -> Vec<Value> {
-    let n = vocab.tokens.len();
-    let mut added: Vec<(usize, bool)> = Vec::new();
-    let mut is_added = vec![false; n];
-    let mut add = |id: usize, special: bool, added: &mut Vec<(usize, bool)>| {
-        if !is_added[id] {
-            is_added[id] = true;
-            added.push((id, special));
-        }
-    };
-    for id in 0..n {
-        if vocab.type_of(id) == token_type::CONTROL {
-            add(id, true, &mut added);
-        }
-    }
-    for id in 0..n {
-        if vocab.type_of(id) == token_type::USER_DEFINED
-            && ids.contains_key(vocab.tokens[id].as_str())
-        {
-            add(id, false, &mut added);
-        }
-    }
-    for (_, id) in vocab.special_ids() {
-        if let Some(id) = id {
-            add(id as usize, true, &mut added);
-        }
-    }
-    added.sort_unstable();
-    added
-        .iter()
-        .map(|&(id, special)| {
-            json!({
-                "id": id,
-                "content": vocab.tokens[id],
-                "single_word": false,
-                "lstrip": false,
-                "rstrip": false,
-                "normalized": false,
-                "special": special,
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]
