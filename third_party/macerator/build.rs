@@ -3,6 +3,8 @@ use std::env;
 use cfg_aliases::cfg_aliases;
 
 fn main() {
+    // rlvr patch: read by rl-models' build script as DEP_RLVR_PATCHED_MACERATOR_PATCHES.
+    println!("cargo::metadata=patches=no-avx512-switch");
     let target_arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap();
     println!("cargo::rustc-check-cfg=cfg(avx512)");
     println!("cargo::rustc-check-cfg=cfg(avx512_nightly)");

@@ -95,6 +95,9 @@ impl WorkerConfig {
         if let Topology::Global { orchestrator, node } = &self.topology {
             host_port("orchestrator", orchestrator)?;
             host_port("node", node)?;
+            if !PATCHED_COLLECTIVE {
+                return bad("topology", UNPATCHED_COLLECTIVE.into());
+            }
         }
         Ok(())
     }
@@ -122,6 +125,20 @@ impl WorkerConfig {
         })
     }
 }
+
+/// Whether this build's burn-collective and burn-communication are rlvr's patched copies (their
+/// `links` markers, read by the build script; third_party/PATCHED.md).
+pub const PATCHED_COLLECTIVE: bool = cfg!(rlvr_patched_collective);
+
+/// Why a cross-process world is refused without them.
+const UNPATCHED_COLLECTIVE: &str = "workers in separate processes need rlvr's patched \
+    burn-collective and burn-communication 0.21.0; this build has the published crates, whose \
+    cross-process all-reduce stalls after one or two rounds (a lost wake-up and a sync barrier \
+    that completes once). Add to your workspace's Cargo.toml:\n\
+    [patch.crates-io]\n\
+    burn-collective = { git = \"https://github.com/rlvr-rs/rlvr\" }\n\
+    burn-communication = { git = \"https://github.com/rlvr-rs/rlvr\" }\n\
+    (docs/crates-io.md), or run the workers as threads of one process (Topology::Local)";
 
 /// The port of a `HOST:PORT` address, or a config error naming `field`.
 fn host_port(field: &str, s: &str) -> Result<u16, TrainerError> {
@@ -417,4 +434,26 @@ pub fn run_orchestrator(port: u16) -> Result<(), TrainerError> {
         })?;
     rt.block_on(burn_collective::start_global_orchestrator(port));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This workspace builds with its patch section, so both markers must arrive and a
+    /// cross-process world must be accepted; a marker that stopped reaching the build script
+    /// would refuse every multi-process run. (The refusal itself is exercised by a crate built
+    /// without the patch section: scripts/outside-crate.sh.)
+    #[test]
+    fn the_workspace_build_has_the_patched_collective_and_accepts_processes() {
+        assert!(PATCHED_COLLECTIVE);
+        let cfg = WorkerConfig {
+            topology: Topology::Global {
+                orchestrator: "127.0.0.1:29400".into(),
+                node: "127.0.0.1:29401".into(),
+            },
+            ..WorkerConfig::local(2, 1)
+        };
+        cfg.validate().unwrap();
+    }
 }

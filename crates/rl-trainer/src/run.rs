@@ -218,6 +218,12 @@ impl Run {
         device: B::Device,
         on_event: &mut dyn FnMut(RunEvent<'_>),
     ) -> Result<(), TrainerError> {
+        if leads(&worker)
+            && B::name(&device).contains("flex")
+            && let Some(note) = rl_models::patches::missing_note()
+        {
+            on_event(RunEvent::Note(&note));
+        }
         let trainer = match &self.source {
             Source::Checkpoint => {
                 load_checkpoint_source::<B>(&self.config, self.resume, device.clone(), on_event)?
