@@ -14,9 +14,15 @@
 //! | [`sampler`] (`rl-sampler`) | dynamic sampling, group filters, difficulty tracking | no |
 //! | [`verifier`] (`rl-verifier`) | math verifiers, reward combinators, overlong shaping | no |
 //! | [`loss`] (`rl-loss`) | PPO/clip-higher/dual-clip/GSPO losses, aggregation, KL | yes |
-//! | [`models`] (`rl-models`) | Qwen3, generation, tokenizer | yes |
+//! | [`models`] (`rl-models`) | Qwen3, Llama, Qwen2, Gemma 3; generation, log-probs, tokenizers | yes |
 //! | [`trainer`] (`rl-trainer`) | the GRPO/DAPO/DA3PO/GSPO training loop | yes |
 //! | [`datamix`] (`rl-datamix`) | online data mixing: uniform, ODM, HDS | yes |
+
+/// The README's Rust examples, run as doctests (the README itself is the repository's front
+/// page, not this crate's documentation).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub use rl_advantage as advantage;
 pub use rl_datamix as datamix;

@@ -5,7 +5,7 @@
 //! Phases, each a function: [`fetch_model`] (the model file, through its
 //! `scripts/fetch-*.sh`), [`RealModelJob::write_data`] (the disjoint training and held-out prompt
 //! files), [`RealModelJob::config`], then [`Run::checkpoint`](rl_trainer::Run::checkpoint),
-//! trained and reported by [`train_and_report`](crate::report::train_and_report) as
+//! trained and reported by [`crate::report::train_and_report`] as
 //! `rlvr train` does.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! `rlvr compare`: a thin wrapper around [`crate::compare`] (the DA3PO paper's experiment at
+//! `rlvr compare`: a thin wrapper around [`rl_lab::compare`] (the DA3PO paper's experiment at
 //! small scale). Trains the runs, prints the markdown report, and writes it into a document
 //! (between markers, other sections untouched) only when `--report FILE` is given.
 
@@ -16,8 +16,8 @@ use rl_lab::compare::{CompareSpec, report, run_all, write_section};
 #[derive(clap::Args, Debug, Clone)]
 pub struct CompareArgs {
     /// Algorithms to compare: presets, each with optional overrides
-    /// (`preset[:key=value]…`: lambda=<number>|theory, lambda_min, lambda_max, tau,
-    /// weight=linear_r, budget=<schedule>[@<max>], probe; see `rl_lab::compare::Variant`).
+    /// (`preset[:key=value]…`: lambda=NUMBER|theory, lambda_min, lambda_max, tau,
+    /// weight=linear_r, budget=SCHEDULE or SCHEDULE@MAX, probe; see `rl_lab::compare::Variant`).
     #[arg(long, value_delimiter = ',', default_value = "grpo,dapo,da3po")]
     pub algorithms: Vec<String>,
     /// Seeds (each: one warm-start shared by all algorithms).

@@ -1,4 +1,4 @@
-//! `rlvr study`: the pre-registered studies ([`crate::study`]; their files are
+//! `rlvr study`: the pre-registered studies ([`rl_lab::study`]; their files are
 //! crates/rl-lab/configs/study_*.toml). Trains the runs the study file plans that are not
 //! complete (stopping to start new ones after `--time-limit-min`), prints the report and, with
 //! `--report FILE`, writes it between the study markers of FILE (its plots go to img/ beside it).

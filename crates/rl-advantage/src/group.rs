@@ -22,7 +22,7 @@ pub fn group_indices(samples: &[Sample]) -> Vec<(GroupId, Vec<usize>)> {
 /// A checked batch: the samples grouped by [`Sample::group`] (groups in order of first
 /// appearance, members in input order) and, optionally, each response's token count.
 ///
-/// Estimators read it in [`AdvantageEstimator::batch_advantages`]. Token counts matter only to
+/// Estimators read it in [`AdvantageEstimator::batch_advantages`](crate::AdvantageEstimator::batch_advantages). Token counts matter only to
 /// estimators that normalise over the whole batch token by token (REINFORCE++); without them
 /// every response counts as one token.
 #[derive(Clone, Debug)]
@@ -33,7 +33,7 @@ pub struct GroupedBatch<'a> {
 }
 
 impl<'a> GroupedBatch<'a> {
-    /// Groups `samples` and checks every group ([`check_group`]) and the token counts (one per
+    /// Groups `samples` and checks every group (`check_group`) and the token counts (one per
     /// sample).
     pub fn new(samples: &'a [Sample], tokens: Option<&'a [usize]>) -> Result<Self, AdvantageError> {
         if let Some(t) = tokens

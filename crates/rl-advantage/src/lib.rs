@@ -1,4 +1,6 @@
-//! # rl-advantage — group advantage estimators for RL with verifiable rewards
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! Plain Rust, no tensor framework: a trainer written with any stack can depend on this crate
 //! alone. Every sample carries an explicit [`GroupId`], its scalar reward and a separate
@@ -67,6 +69,7 @@
 //! assert!((out.advantages[0] - 1.2076).abs() < 1e-4);
 //! ```
 
+#![warn(missing_docs)]
 mod batch;
 mod daa;
 pub mod distill;

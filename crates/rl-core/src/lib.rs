@@ -1,4 +1,6 @@
-//! # rl-core — what every rlvr crate shares
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! Three small things, so that the leaf crates agree on them without depending on each other:
 //! - [`GroupId`]: the explicit identity of a group of responses (re-exported by rl-advantage
@@ -83,14 +85,14 @@ pub struct InvalidValue {
 /// }
 /// #[derive(Debug, PartialEq)]
 /// enum MyError {
-///     Unknown(rl_core::UnknownName),
+///     Unknown(rlvr_core::UnknownName),
 /// }
-/// impl From<rl_core::UnknownName> for MyError {
-///     fn from(e: rl_core::UnknownName) -> Self {
+/// impl From<rlvr_core::UnknownName> for MyError {
+///     fn from(e: rlvr_core::UnknownName) -> Self {
 ///         MyError::Unknown(e)
 ///     }
 /// }
-/// rl_core::registry! {
+/// rlvr_core::registry! {
 ///     /// Registered shape names.
 ///     pub const SHAPE_NAMES;
 ///     /// A shape by name, with its defaults.

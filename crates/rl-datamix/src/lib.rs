@@ -1,4 +1,6 @@
-//! # rl-datamix — online data mixing for LM pre-training
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! The per-domain mixture of a pre-training run, re-chosen every LM step by a
 //! [`MixingScheduler`]: a static mixture, ODM (EXP3 over domains,
@@ -33,21 +35,6 @@
 //! `mean(α log π(ã|s) − min_k Q_k(s, ã))` with `ã` reparameterised; temperature
 //! `−log α · mean(log π(ã|s) + H̄)`; targets `θ' ← τθ + (1 − τ)θ'`.
 //!
-//! ## Example
-//!
-//! ```
-//! use burn::backend::{Autodiff, Flex};
-//! use rl_datamix::scheduler::SchedulerConfig;
-//! use rl_datamix::surrogate::{run_surrogate, Surrogate, SurrogateConfig};
-//!
-//! let mut env = Surrogate::new(SurrogateConfig::default(), 50, 0).unwrap();
-//! let mut odm = SchedulerConfig::from_name("odm")
-//!     .unwrap()
-//!     .build::<Autodiff<Flex>>(env.num_domains(), 50, 0, &Default::default())
-//!     .unwrap();
-//! let run = run_surrogate(&mut env, odm.as_mut(), 50).unwrap();
-//! assert_eq!(run.mixtures.len(), 50);
-//! ```
 
 pub mod data;
 pub mod env;

@@ -1,4 +1,6 @@
-//! # rl-env — multi-turn, tool-using episodes for RL
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! Burn-free and tokenizer-free: a trainer on any stack can run tool-using episodes through any
 //! `rl-rollout` engine with this crate alone.

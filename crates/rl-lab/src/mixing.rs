@@ -1,5 +1,5 @@
 //! The data-mixing experiment driver shared by `examples/hds_mixing.rs` and `rlvr mix`: runs every
-//! method × seed of an [`ExperimentConfig`] on the LM environment of [`crate::datamix`] and writes
+//! method × seed of an [`ExperimentConfig`] on the LM environment of `rl_datamix` and writes
 //! a run folder:
 //!
 //! | file | content |

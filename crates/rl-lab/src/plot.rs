@@ -1,6 +1,6 @@
 //! PNG line charts for learning curves and mixture trajectories (plotters, bitmap backend).
 //!
-//! The font (DejaVu Sans, `assets/DejaVuSans.ttf`, see `assets/DejaVu-LICENSE`) is embedded so
+//! The font (DejaVu Sans, `crates/rl-lab/assets/DejaVuSans.ttf`, licence in `assets/DejaVu-LICENSE` beside it) is embedded so
 //! that plots render the same on a machine without fontconfig or system fonts.
 //!
 //! ```no_run
@@ -16,7 +16,7 @@ use std::sync::Once;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
 static REGISTER: Once = Once::new();
 
 const PALETTE: [RGBColor; 10] = [

@@ -13,7 +13,7 @@
 //! `methods`, one row per method with its paired difference from the baseline, the 95 % interval
 //! and the interval of the study's multiple-comparison correction, a verdict per method and one
 //! conclusion line. Both layouts share the pairing (`load_pairs`), the statistics
-//! ([`Paired`]) and the decision rule ([`classify`]).
+//! ([`Paired`](crate::stats::Paired)) and the decision rule ([`classify`]).
 
 use std::fmt::Write as _;
 use std::path::Path;

@@ -1,4 +1,6 @@
-//! # rl-loss — policy-gradient losses for RL of language models, generic over burn backends
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! Everything works on `[sequences, tokens]` tensors with an explicit boolean mask of valid
 //! (response) tokens that comes from the sampler (lengths, finish reasons), never from pad ids.
@@ -13,7 +15,7 @@
 //! * `gspo` (Qwen, arXiv 2507.18071): sequence ratio s_i = exp((1/|o_i|) Σ_t (logp − logp_old)),
 //!   ℓ_i = max(−A_i·s_i, −A_i·clip(s_i, 1−ε_low, 1+ε_high)), broadcast to the tokens of o_i and
 //!   aggregated per sequence (paper ranges ε = 3e-4 / 4e-4).
-//! * `gspo_token`: s_{i,t} = sg[s_i]·π_θ(o_t)/sg[π_θ(o_t)], the same clipped form per token;
+//! * `gspo_token`: s_{i,t} = sg(s_i)·π_θ(o_t)/sg(π_θ(o_t)), the same clipped form per token;
 //!   equal to `gspo` in value and gradient when A_{i,t} = A_i.
 //! * `reinforce`: ℓ = −A·logp (no ratio), for on-policy single updates.
 //! * `cispo` (MiniMax-M1, arXiv 2506.13585; verl `cispo`): ℓ = −sg(clip(r, 1−ε_low, 1+ε_high))·A·logp.

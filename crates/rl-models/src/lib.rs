@@ -1,4 +1,6 @@
-//! # rl-models: Qwen3 on burn
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! The policy model of the rlvr trainers: Qwen3 dense causal LMs computed exactly as HF
 //! transformers `modeling_qwen3.py` computes them, generic over burn's [`Backend`] (CPU `flex`,
@@ -72,6 +74,7 @@ pub mod families;
 pub mod generation;
 pub mod gguf;
 pub mod logprobs;
+pub mod patches;
 pub mod safetensors_io;
 pub mod threads;
 pub mod tokenizer;
@@ -91,7 +94,8 @@ pub use logprobs::{EntropyMode, TokenLogProbs, logprobs_from_logits};
 pub use safetensors_io::SaveDtype;
 pub use tokenizer::{ChatMessage, Tokenizer, render_chat, render_chat_with_tools};
 
-#[cfg(test)]
+// The patched burn-flex's changed paths (`patches`); the published crate has none of them.
+#[cfg(all(test, rlvr_patched_burn_flex))]
 mod flex_patch_tests;
 
 /// This crate's folder, for unit tests that read its fixtures: the one cargo names when it runs

@@ -12,8 +12,8 @@
 //! Only `x - m` and `e` are `[rows, vocab]`; under autodiff the graph keeps `e` (for `exp`'s
 //! backward) and, with [`EntropyMode::Differentiable`], `x - m` (for the product).
 //!
-//! The sums over the vocabulary are taken in blocks of [`VOCAB_SUM_BLOCK`] entries, then over
-//! the block sums ([`vocab_sum`]). One f32 running sum over a vocabulary of 262,144 entries
+//! The sums over the vocabulary are taken in blocks of `VOCAB_SUM_BLOCK` entries, then over
+//! the block sums (`vocab_sum`). One f32 running sum over a vocabulary of 262,144 entries
 //! (Gemma 3) drops the many tiny `e_v` that fall below half an ulp of the sum: measured on the
 //! real Gemma-3-270M, `s` came out up to 5.0e-4 too small (log-probs 4.7e-4 too high) against
 //! f64, and 7e-7 with blocks of 512 (`tools/gemma3_vocab_sum.py`).

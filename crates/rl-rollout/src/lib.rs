@@ -1,4 +1,6 @@
-//! # rl-rollout — generation as a service
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! The interface between an RL trainer and whatever generates its rollouts: the trainer's own
 //! model in process, or an inference engine over HTTP ([`SglangEngine`], [`VllmEngine`],
@@ -31,6 +33,7 @@
 //! version it was built with and only moves when [`RolloutEngine::update_weights`] succeeds; a
 //! rollout generated at version v used at the update of version u has staleness u − v.
 
+#![warn(missing_docs)]
 mod engine;
 mod error;
 pub mod http;

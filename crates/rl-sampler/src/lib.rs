@@ -1,4 +1,6 @@
-//! # rl-sampler — group filters, DAPO dynamic sampling and difficulty tracking
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! Plain Rust, no tensor framework.
 //!
@@ -21,6 +23,7 @@
 //!   min ≤ n ≤ max) by a [`BudgetSchedule`]: `uniform`, DARS's equal-treatment and
 //!   hardness-weighted schedules (arXiv 2508.13755), or Knapsack RL's value (arXiv 2509.25849).
 
+#![warn(missing_docs)]
 mod batcher;
 mod budget;
 mod difficulty;

@@ -10,18 +10,18 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Wall-clock time from start to the last process gone (default 10 s). On expiry every
-    /// process of the run is killed (SIGKILL) and the run ends as [`Status::TimedOut`].
+    /// process of the run is killed (SIGKILL) and the run ends as [`Status::TimedOut`](crate::Status::TimedOut).
     #[serde(with = "secs")]
     pub wall_time: Duration,
     /// CPU time of the program (RLIMIT_CPU, whole seconds, rounded up; default 10 s): a
-    /// program past it ends as [`Status::CpuLimit`].
+    /// program past it ends as [`Status::CpuLimit`](crate::Status::CpuLimit).
     #[serde(with = "secs")]
     pub cpu_time: Duration,
     /// Address space of each process in bytes (RLIMIT_AS; default 1 GiB). Python raises
     /// `MemoryError` at the limit; the verifier reads that as a memory outcome.
     pub memory_bytes: u64,
     /// Bytes kept of stdout and of stderr each (default 1 MiB). A program that writes more is
-    /// killed and ends as [`Status::OutputLimit`]; what it wrote up to the cap is kept.
+    /// killed and ends as [`Status::OutputLimit`](crate::Status::OutputLimit); what it wrote up to the cap is kept.
     pub output_bytes: usize,
     /// Processes (and threads) the run may have at once, the first included (RLIMIT_NPROC under
     /// the run's own user id; default 32): a fork bomb stops there.
@@ -64,11 +64,11 @@ mod secs {
     }
 }
 
-/// How a [`Sandbox`] is set up.
+/// How a [`Sandbox`](crate::Sandbox) is set up.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// Limits of every run (a [`Program`] may tighten them).
+    /// Limits of every run (a [`Program`](crate::Program) may tighten them).
     pub limits: Limits,
     /// Runs at once, at most (default 2); further calls wait for a free slot.
     pub concurrency: usize,

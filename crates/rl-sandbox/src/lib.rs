@@ -1,4 +1,6 @@
-//! # rl-sandbox — running model-written code with limits, no network and nothing left behind
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! A subprocess runner for untrusted programs (Python 3 first): the code verifier
 //! (`rl-verifier`'s `code`) and the `python` tool of `rl-env` run model output only through it.

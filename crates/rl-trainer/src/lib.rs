@@ -1,4 +1,6 @@
-//! # rl-trainer — the GRPO / Dr. GRPO / DAPO / DA3PO / GSPO training loop on burn
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! One [`Trainer`] composes the workspace's pieces, one named phase after another
 //! ([`Trainer::step`]):

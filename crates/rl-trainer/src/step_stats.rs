@@ -127,7 +127,7 @@ pub struct UpdateStats {
     /// Prompt + response tokens forwarded, summed over the workers.
     pub trained_tokens: usize,
     /// The importance-sampling statistics when π_old came from the update's forward
-    /// ([`Behaviour::old_from_update`]), summed over the workers.
+    /// ([`Behaviour::old_from_update`](crate::trainer::Behaviour::old_from_update)), summed over the workers.
     pub is_stats: Option<IsStats>,
     /// With full-vocabulary distillation: the divergence summed over the trained tokens of the
     /// applied and skipped updates, and their count.

@@ -1,4 +1,6 @@
-//! # rl-verifier — rule-based verifiers that never hang, never panic and never silently score 0
+#![doc = include_str!("../README.md")]
+//!
+//! ## In detail
 //!
 //! Pure Rust (no tensor framework, no Python): a trainer on any stack can depend on this crate.
 //!
@@ -49,6 +51,7 @@
 //! assert_eq!(shaped.reward, 0.5);
 //! ```
 
+#![warn(missing_docs)]
 mod budget;
 pub mod code;
 pub mod combine;

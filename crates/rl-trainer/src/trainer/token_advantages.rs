@@ -77,7 +77,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 
     /// Token-advantage phase: one advantage per response token where they differ along a
     /// response — the estimator's (REINFORCE++ with γ < 1,
-    /// [`Trainer::estimator_token_advantages`]), or with `[distill]` (which validation keeps
+    /// `Trainer::estimator_token_advantages`), or with `[distill]` (which validation keeps
     /// apart from γ < 1) the distillation signal from the responses' outcome advantages
     /// `advantages` (group order) and, for `sampled`, the behaviour phase's π_old and teacher
     /// log-probs; `None` otherwise (each token takes its response's advantage).

@@ -130,7 +130,7 @@ pub enum GgufError {
         /// Byte offset of the second tensor info.
         offset: u64,
     },
-    /// More than [`MAX_DIMS`] dimensions.
+    /// More than `MAX_DIMS` (the reader's bound) dimensions.
     #[error("{path}: tensor `{tensor}` has {n_dims} dims at byte {offset} (at most 4)", path = path.display())]
     TooManyDims {
         /// File.
@@ -190,7 +190,7 @@ pub enum GgufError {
         /// The type id.
         type_id: u32,
     },
-    /// A known ggml type that [`GgufFile::read_f32`] cannot dequantize.
+    /// A known ggml type that [`GgufFile::read_f32`](super::GgufFile::read_f32) cannot dequantize.
     #[error("{path}: tensor `{tensor}`: ggml type {ggml_type} (id {id}) is not supported for dequantization", path = path.display(), id = ggml_type.id())]
     UnsupportedType {
         /// File.

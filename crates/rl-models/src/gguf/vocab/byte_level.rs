@@ -119,7 +119,7 @@ fn pre_tokenizer(pre: &str) -> Option<Value> {
 /// The `tokenizer.ggml.pre` name of a `tokenizer.json`'s pre-tokenizer, for export: a regex
 /// split with Qwen2's or Llama 3's pattern (`qwen2`, `llama-bpe`), or GPT-2's byte-level regex
 /// alone or after a digit split (`smollm`: SmolLM2's own `tokenizer.json` and the one
-/// [`tokenizer_json`] builds). `None` for any other pre-tokenizer. A tokenizer without one
+/// `tokenizer_json` builds). `None` for any other pre-tokenizer. A tokenizer without one
 /// (`null`, the char-level demo tokenizers, whose tokens are single characters without merges,
 /// so no split changes their ids) is exported as `qwen2`.
 pub fn pre_of_tokenizer_json(tokenizer: &Value) -> Option<&'static str> {
