@@ -95,7 +95,7 @@ impl WorkerConfig {
         if let Topology::Global { orchestrator, node } = &self.topology {
             host_port("orchestrator", orchestrator)?;
             host_port("node", node)?;
-            if !PATCHED_COLLECTIVE {
+            if !patched_collective() {
                 return bad("topology", UNPATCHED_COLLECTIVE.into());
             }
         }
@@ -128,7 +128,9 @@ impl WorkerConfig {
 
 /// Whether this build's burn-collective and burn-communication are rlvr's patched copies (their
 /// `links` markers, read by the build script; third_party/PATCHED.md).
-pub const PATCHED_COLLECTIVE: bool = cfg!(rlvr_patched_collective);
+pub fn patched_collective() -> bool {
+    cfg!(rlvr_patched_collective)
+}
 
 /// Why a cross-process world is refused without them.
 const UNPATCHED_COLLECTIVE: &str = "workers in separate processes need rlvr's patched \
@@ -446,7 +448,7 @@ mod tests {
     /// without the patch section: scripts/outside-crate.sh.)
     #[test]
     fn the_workspace_build_has_the_patched_collective_and_accepts_processes() {
-        assert!(PATCHED_COLLECTIVE);
+        assert!(patched_collective());
         let cfg = WorkerConfig {
             topology: Topology::Global {
                 orchestrator: "127.0.0.1:29400".into(),

@@ -94,13 +94,13 @@ fn check_patches(patched: bool) -> Result<(), String> {
     println!(
         "{:<20} {}",
         "burn-collective",
-        if rl_trainer::distributed::PATCHED_COLLECTIVE {
+        if rl_trainer::distributed::patched_collective() {
             "rlvr's patched copy (with burn-communication)"
         } else {
             "as published"
         }
     );
-    if rl_trainer::distributed::PATCHED_COLLECTIVE != patched {
+    if rl_trainer::distributed::patched_collective() != patched {
         return Err("burn-collective / burn-communication are not as expected".into());
     }
     Ok(())
