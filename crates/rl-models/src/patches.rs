@@ -18,6 +18,8 @@ pub struct Patch {
     pub applied: bool,
     /// What the patched copy gives over the published crate.
     pub gives: &'static str,
+    /// Whether the patch changes the speed of a run (macerator's only adds a switch for tests).
+    pub speed: bool,
 }
 
 /// The three patched crates under the CPU backend, and whether this build has each.
@@ -28,17 +30,20 @@ pub fn cpu_backend() -> [Patch; 3] {
             applied: cfg!(rlvr_patched_burn_flex),
             gives: "fewer copies and memory walks, element-wise work on every core, a \
                     vectorised exp",
+            speed: true,
         },
         Patch {
             krate: "gemm-common 0.19.0",
             applied: cfg!(rlvr_patched_gemm_common),
             gives: "AVX-512 GEMM kernels only for products of 16 rows or more, the AVX2 ones \
                     (faster there) for thinner products such as decoding a few sequences",
+            speed: true,
         },
         Patch {
             krate: "macerator 0.3.4",
             applied: cfg!(rlvr_patched_macerator),
             gives: "RLVR_NO_AVX512=1, which runs the AVX2 kernels on an AVX-512 CPU (tests only)",
+            speed: false,
         },
     ]
 }
@@ -48,7 +53,7 @@ pub fn cpu_backend() -> [Patch; 3] {
 pub fn missing_note() -> Option<String> {
     let missing: Vec<&str> = cpu_backend()
         .iter()
-        .filter(|p| !p.applied && !p.krate.starts_with("macerator"))
+        .filter(|p| p.speed && !p.applied)
         .map(|p| p.krate)
         .collect();
     (!missing.is_empty()).then(|| {
