@@ -36,6 +36,7 @@ mod tests {
         let c = TrainConfig::from_toml_str(SETTINGS, &base).unwrap();
         assert_eq!(c.data.template, PromptTemplate::Custom(FEW_SHOT.into()));
         assert_eq!(c.rollout.stop, vec!["\n\n".to_string()]);
+        assert_eq!(c.rollout.stop_after_line, vec!["####".to_string()]);
         assert_eq!(c.reward.verifier.name(), "gsm8k");
         assert!(c.rollout.max_new_tokens >= 128);
     }

@@ -140,7 +140,7 @@ impl BackendJob for Prepared {
                 .unwrap_or_else(|| model.config().eos_token_id.clone()),
             stop_token_ids: args.stop_ids.clone().unwrap_or_default(),
             allowed_vocab_size: allowed,
-            share_prompts: false,
+            ..GenerationConfig::default()
         };
         let out = generate(&model, std::slice::from_ref(&self.prompt), &cfg)
             .map_err(|e| Failure::BadInput(e.to_string()))?;

@@ -37,6 +37,12 @@ pub struct GenerationConfig {
     pub eos_token_ids: Vec<u32>,
     /// Ids that end a sample with [`FinishReason::Stop`].
     pub stop_token_ids: Vec<u32>,
+    /// Ids that open an answer line (e.g. the `####` of a few-shot answer's `#### 42`): once one
+    /// has been sampled, the first of [`GenerationConfig::line_end_ids`] ends the sample with
+    /// [`FinishReason::Stop`] (included in the tokens). Empty = off.
+    pub answer_line_ids: Vec<u32>,
+    /// Ids that end a line (their text holds a newline); read only after an answer line opened.
+    pub line_end_ids: Vec<u32>,
     /// Only ids below this are ever sampled (the tokenizer's
     /// [`crate::Tokenizer::num_defined_ids`]; Qwen3 defines 151,669 of its 151,936 rows).
     /// `None` = the whole vocabulary.
@@ -58,6 +64,8 @@ impl Default for GenerationConfig {
             seed: 0,
             eos_token_ids: Vec::new(),
             stop_token_ids: Vec::new(),
+            answer_line_ids: Vec::new(),
+            line_end_ids: Vec::new(),
             allowed_vocab_size: None,
             share_prompts: false,
         }
@@ -105,6 +113,8 @@ impl GenerationConfig {
         for (field, ids) in [
             ("eos_token_ids", &self.eos_token_ids),
             ("stop_token_ids", &self.stop_token_ids),
+            ("answer_line_ids", &self.answer_line_ids),
+            ("line_end_ids", &self.line_end_ids),
         ] {
             if let Some(id) = ids.iter().find(|&&id| id as usize >= vocab_size) {
                 return bad(
@@ -165,30 +175,38 @@ pub(crate) fn sample_row(
     if logits.iter().any(|x| !x.is_finite()) || allowed == 0 || allowed > logits.len() {
         return None;
     }
-    // Raw log-softmax over the full vocabulary (f32 exponentials, f64 sum).
+    // The log-prob reported for the drawn token: of softmax(logits / T) over the full vocabulary
+    // (T = 1 for greedy decoding). Its normaliser is computed only where it is read: at T = 1 the
+    // raw log-softmax (f32 exponentials, f64 sum); at another T the tempered one (f64), which the
+    // draw over the whole vocabulary below already has as `cmax + ln(total)` — the same
+    // maximum, exponentials and summation order, so the same value — and which no other path
+    // computes twice.
     let max32 = logits.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
     let max = max32 as f64;
-    let lse = max
-        + logits
-            .iter()
-            .map(|&x| (x - max32).exp() as f64)
-            .sum::<f64>()
-            .ln();
-    let raw = |id: usize| (logits[id] as f64 - lse) as f32;
-    // The log-prob reported for the drawn token: of softmax(logits / T) over the full
-    // vocabulary (T = 1 for greedy decoding; the same arithmetic as `raw` at T = 1).
     let t = cfg.temperature as f64;
-    let tempered_lse = (cfg.temperature != 0.0 && cfg.temperature != 1.0).then(|| {
+    let tempered = cfg.temperature != 0.0 && cfg.temperature != 1.0;
+    let tempered_lse = || {
         let m = max / t;
         m + logits
             .iter()
             .map(|&x| (x as f64 / t - m).exp())
             .sum::<f64>()
             .ln()
-    });
-    let reported = |id: usize| match tempered_lse {
-        Some(l) => (logits[id] as f64 / t - l) as f32,
-        None => raw(id),
+    };
+    let raw_lse = || {
+        max + logits
+            .iter()
+            .map(|&x| (x - max32).exp() as f64)
+            .sum::<f64>()
+            .ln()
+    };
+    // `lse`: the normaliser when the caller has it already.
+    let reported = |id: usize, lse: Option<f64>| {
+        if tempered {
+            (logits[id] as f64 / t - lse.unwrap_or_else(tempered_lse)) as f32
+        } else {
+            (logits[id] as f64 - lse.unwrap_or_else(raw_lse)) as f32
+        }
     };
 
     let allowed_logits = &logits[..allowed];
@@ -201,7 +219,7 @@ pub(crate) fn sample_row(
         }
         return Some(Sampled {
             token: best as u32,
-            logprob: reported(best),
+            logprob: reported(best, None),
             sampling_logprob: 0.0,
         });
     }
@@ -226,9 +244,10 @@ pub(crate) fn sample_row(
                 break;
             }
         }
+        let whole = (allowed == logits.len() && tempered).then(|| cmax + total.ln());
         return Some(Sampled {
             token: chosen as u32,
-            logprob: reported(chosen),
+            logprob: reported(chosen, whole),
             sampling_logprob: (weights[chosen] / total).ln() as f32,
         });
     }
@@ -277,7 +296,7 @@ pub(crate) fn sample_row(
     let token = cand[chosen].0;
     Some(Sampled {
         token,
-        logprob: reported(token as usize),
+        logprob: reported(token as usize, None),
         sampling_logprob: (weights[chosen] / total).ln() as f32,
     })
 }
@@ -354,6 +373,8 @@ pub fn generate_seeded<B: Backend>(
     let allowed = cfg.allowed_vocab_size.unwrap_or(vocab);
     let eos: HashSet<u32> = cfg.eos_token_ids.iter().copied().collect();
     let stop: HashSet<u32> = cfg.stop_token_ids.iter().copied().collect();
+    let answer_line: HashSet<u32> = cfg.answer_line_ids.iter().copied().collect();
+    let line_end: HashSet<u32> = cfg.line_end_ids.iter().copied().collect();
 
     let b = prompts.len();
     let p_len = prompts.iter().map(Vec::len).max().unwrap_or(0);
@@ -391,6 +412,8 @@ pub fn generate_seeded<B: Backend>(
         })
         .collect();
     let mut active: Vec<usize> = (0..b).collect();
+    // Rows whose answer line has opened (see `GenerationConfig::answer_line_ids`).
+    let mut line_open = vec![false; b];
     for step in 0..cfg.max_new_tokens {
         let data: Vec<f32> = logits
             .into_data()
@@ -425,9 +448,10 @@ pub fn generate_seeded<B: Backend>(
             g.sampling_logprobs.push(s.sampling_logprob);
             if eos.contains(&s.token) {
                 g.finish_reason = FinishReason::Eos;
-            } else if stop.contains(&s.token) {
+            } else if stop.contains(&s.token) || (line_open[row] && line_end.contains(&s.token)) {
                 g.finish_reason = FinishReason::Stop;
             } else if g.tokens.len() < cfg.max_new_tokens {
+                line_open[row] |= answer_line.contains(&s.token);
                 keep.push(k);
                 next.push(s.token as i64);
             }
@@ -484,6 +508,33 @@ mod tests {
             "{}",
             s.logprob
         );
+    }
+
+    /// The draw over the whole vocabulary at T = 0.5, which reports its log-prob from the sum it
+    /// drew with: whichever id of [1, 3, 5] a seed draws, log-prob z − ln(e² + e⁶ + e¹⁰) with
+    /// z = logit / T, and (every id allowed, nothing cut) the sampled distribution is the same.
+    #[test]
+    fn the_whole_vocabulary_draw_reports_the_tempered_log_prob() {
+        let cfg = GenerationConfig {
+            temperature: 0.5,
+            ..GenerationConfig::default()
+        };
+        let lse = (2f64.exp() + 6f64.exp() + 10f64.exp()).ln();
+        for seed in 0..20 {
+            let s = sample_row(
+                &[1.0, 3.0, 5.0],
+                &cfg,
+                3,
+                &mut ChaCha8Rng::seed_from_u64(seed),
+            )
+            .unwrap();
+            let z = [2.0, 6.0, 10.0][s.token as usize];
+            assert!((s.logprob as f64 - (z - lse)).abs() < 1e-6, "{s:?}");
+            assert!(
+                (s.sampling_logprob as f64 - (z - lse)).abs() < 1e-6,
+                "{s:?}"
+            );
+        }
     }
 
     #[test]

@@ -49,7 +49,8 @@ pub use error::EngineError;
 pub use http::{HttpClient, RetryPolicy};
 pub use llama_cpp::{LLAMA_SERVER_LAUNCH, LlamaCppEngine};
 pub use request::{
-    Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion, is_valid_logprob,
+    AnswerLine, Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion,
+    end_at_answer_lines, is_valid_logprob,
 };
 pub use score::{ScoreRequest, TokenScorer};
 pub use server::{ManagedServer, Reload};

@@ -19,7 +19,7 @@ use crate::http::{HttpClient, RetryPolicy};
 use crate::server::{Reload, reload_directory, wait_healthy};
 use crate::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, WeightVersion,
-    WeightsKind, WeightsRef, check_completions,
+    WeightsKind, WeightsRef, check_completions, end_at_answer_lines,
 };
 
 /// How [`crate::ManagedServer`] starts llama-server on a model: `llama-server -m MODEL …`.
@@ -218,7 +218,7 @@ impl RolloutEngine for LlamaCppEngine {
                 });
             }
         }
-        let out = self.client.post_per_sample(
+        let mut out = self.client.post_per_sample(
             "/completion",
             requests,
             self.concurrency,
@@ -226,6 +226,7 @@ impl RolloutEngine for LlamaCppEngine {
             |i, v| self.parse(&requests[i], i, v),
         )?;
         check_completions(&name, requests, &out, self.vocab_size)?;
+        end_at_answer_lines(requests, &mut out);
         Ok(out)
     }
 

@@ -27,7 +27,7 @@ use crate::http::{HttpClient, RetryPolicy};
 use crate::score::{ScoredEntry, response_scores};
 use crate::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, ScoreRequest,
-    TokenScorer, WeightVersion, WeightsKind, WeightsRef, check_completions,
+    TokenScorer, WeightVersion, WeightsKind, WeightsRef, check_completions, end_at_answer_lines,
 };
 
 /// An SGLang server client.
@@ -252,6 +252,7 @@ impl RolloutEngine for SglangEngine {
             out[i].push(self.parse(i, v)?);
         }
         check_completions(&name, requests, &out, self.vocab_size)?;
+        end_at_answer_lines(requests, &mut out);
         Ok(out)
     }
 

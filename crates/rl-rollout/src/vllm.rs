@@ -39,7 +39,7 @@ use crate::score::{ScoredEntry, response_scores};
 use crate::server::{Reload, reload_directory};
 use crate::{
     Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, ScoreRequest,
-    TokenScorer, WeightVersion, WeightsKind, WeightsRef, check_completions,
+    TokenScorer, WeightVersion, WeightsKind, WeightsRef, check_completions, end_at_answer_lines,
 };
 
 /// How [`crate::ManagedServer`] starts vLLM on a model: `vllm serve MODEL …`.
@@ -358,7 +358,7 @@ impl RolloutEngine for VllmEngine {
             r.validate(&name, i)?;
             self.check_logprob_mode(i, r)?;
         }
-        let out = self.client.post_per_sample(
+        let mut out = self.client.post_per_sample(
             "/v1/completions",
             requests,
             self.concurrency,
@@ -366,6 +366,7 @@ impl RolloutEngine for VllmEngine {
             |i, v| self.parse(i, v),
         )?;
         check_completions(&name, requests, &out, self.vocab_size)?;
+        end_at_answer_lines(requests, &mut out);
         Ok(out)
     }
 

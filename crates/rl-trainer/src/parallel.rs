@@ -464,8 +464,7 @@ mod tests {
                 top_p: 1.0,
                 top_k: 0,
                 max_new_tokens: 1,
-                stop_ids: vec![],
-                seed: 0,
+                ..Default::default()
             },
         };
         let r = vec![req(2), req(1), req(1), req(2)];

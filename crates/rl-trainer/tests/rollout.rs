@@ -11,8 +11,8 @@ use burn::prelude::*;
 use rl_loss::IsCorrection;
 use rl_models::{CausalLm, GenerationConfig, RowSeed};
 use rl_rollout::{
-    Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine, SamplingParams,
-    WeightVersion, WeightsKind, WeightsRef,
+    AnswerLine, Completion, EngineError, FinishReason, GenerateRequest, RolloutEngine,
+    SamplingParams, WeightVersion, WeightsKind, WeightsRef, end_at_answer_lines,
 };
 use rl_trainer::metrics::TIMING_FIELDS;
 use rl_trainer::tasks::ArithmeticTask;
@@ -152,6 +152,55 @@ fn local_engine_streams_batches_and_weight_updates() {
 /// the same values computed here from the model's full logits, and far from the T = 1 values.
 /// Inside a trainer step at T = 0.7 the engine's and the trainer's π_old agree within 1e-4 and
 /// the first update's ratio π_θ / π_old is 1.
+/// The in-process engine stops a sample at the end of its answer line, where the cut that the
+/// HTTP engines apply to what their server returns ends the same sample drawn without the line
+/// (`rl_rollout::end_at_answer_lines`): the same tokens and finish reasons, and the same
+/// log-probs up to the rounding of a batch that sheds its stopped rows sooner (1e-5).
+#[test]
+fn the_local_engine_stops_where_the_answer_line_cut_ends() {
+    let m = model(4).valid();
+    let mut engine = LocalEngine::new(m, 0, 0, None);
+    let reqs: Vec<GenerateRequest> = (0..12)
+        .map(|seed| {
+            let mut r = request(vec![5, 6, 7], 1, seed, 1.0);
+            r.params.max_new_tokens = 16;
+            r
+        })
+        .collect();
+    let free = engine.generate(&reqs).unwrap();
+    // Markers and line ends from what sample 0 drew, so that the rule fires.
+    let t = &free[0][0].tokens;
+    let line = AnswerLine {
+        markers: vec![t[1]],
+        line_ends: vec![t[3]],
+    };
+    let with_line: Vec<GenerateRequest> = reqs
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.params.answer_line = Some(line.clone());
+            r
+        })
+        .collect();
+    let mut cut = free.clone();
+    end_at_answer_lines(&with_line, &mut cut);
+    let stopped = engine.generate(&with_line).unwrap();
+    for (s, c) in stopped.iter().flatten().zip(cut.iter().flatten()) {
+        assert_eq!((&s.tokens, s.finish), (&c.tokens, c.finish));
+        for (a, b) in s.logprobs.iter().zip(&c.logprobs) {
+            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+        }
+    }
+    // The rule fired (sample 0 at least) and left some samples whole.
+    let shortened = cut
+        .iter()
+        .flatten()
+        .zip(free.iter().flatten())
+        .filter(|(c, f)| c.tokens.len() < f.tokens.len())
+        .count();
+    assert!((1..12).contains(&shortened), "{shortened} of 12 cut");
+}
+
 #[test]
 fn tempered_log_probs_agree_between_engine_and_trainer() {
     let m = model(3);

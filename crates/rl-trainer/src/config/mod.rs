@@ -12,7 +12,7 @@ use rl_advantage::EstimatorConfig;
 use rl_env::EnvConfig;
 use rl_loss::{Aggregation, LossConfig, PolicyLoss};
 use rl_models::{Checkpointing, ComputeDtype, LoraConfig, MemoryPlan};
-use rl_rollout::{RetryPolicy, SamplingParams};
+use rl_rollout::{AnswerLine, RetryPolicy, SamplingParams};
 use rl_sampler::{
     BatcherConfig, BudgetSchedule, DifficultyTracker, FilterConfig, OnExhausted, RolloutBudget,
     RoundSizing,
@@ -208,7 +208,14 @@ pub struct RolloutSection {
     /// `<end_of_turn>`, `</s>`).
     #[serde(default)]
     pub stop: Vec<String>,
-    /// Sequences per generation call (memory bound); 0 = all of a round at once.
+    /// Texts that open a response's answer line (a few-shot frame's `####` of `#### 42`): the
+    /// response ends with that line — after a token whose text holds one of them, the first token
+    /// that holds a newline is its last. Each text must lie within one token. Empty = off.
+    #[serde(default)]
+    pub stop_after_line: Vec<String>,
+    /// Sequences per generation call (memory bound), in the rollout and in the held-out
+    /// evaluation (`generation_batch / eval.k` prompts a call); 0 = all of a round, and all
+    /// held-out prompts, at once.
     #[serde(default)]
     pub generation_batch: usize,
     /// k: how many weight versions a rollout may lag behind the policy it trains. 0 =
@@ -355,9 +362,10 @@ impl AdaptiveBudget {
 }
 
 impl RolloutSection {
-    /// The sampling parameters of every rollout request, ending at `stop_ids` (the seed is set
-    /// per chunk of a round): the one sampling type from this section to every engine.
-    pub fn sampling(&self, stop_ids: &[u32]) -> SamplingParams {
+    /// The sampling parameters of every rollout request, ending at `stop_ids` and at the end of
+    /// `answer_line` (the seed is set per chunk of a round): the one sampling type from this
+    /// section to every engine.
+    pub fn sampling(&self, stop_ids: &[u32], answer_line: Option<&AnswerLine>) -> SamplingParams {
         SamplingParams {
             temperature: self.temperature,
             top_p: self.top_p,
@@ -365,6 +373,7 @@ impl RolloutSection {
             max_new_tokens: self.max_new_tokens,
             stop_ids: stop_ids.to_vec(),
             seed: 0,
+            answer_line: answer_line.cloned(),
         }
     }
 }
@@ -593,6 +602,7 @@ impl Default for TrainConfig {
                 top_p: 1.0,
                 top_k: 0,
                 stop: Vec::new(),
+                stop_after_line: Vec::new(),
                 generation_batch: 0,
                 max_staleness: 0,
                 engine: EngineConfig::Local,
@@ -653,12 +663,16 @@ impl TrainConfig {
     /// The sampling parameters of evaluation (the trainer's and `rlvr eval`'s): the rollout's
     /// length and end tokens with `[eval]`'s temperature and top-p, no top-k (the seed is set
     /// per prompt).
-    pub fn eval_sampling(&self, stop_ids: &[u32]) -> SamplingParams {
+    pub fn eval_sampling(
+        &self,
+        stop_ids: &[u32],
+        answer_line: Option<&AnswerLine>,
+    ) -> SamplingParams {
         SamplingParams {
             temperature: self.eval.temperature,
             top_p: self.eval.top_p,
             top_k: 0,
-            ..self.rollout.sampling(stop_ids)
+            ..self.rollout.sampling(stop_ids, answer_line)
         }
     }
 

@@ -291,7 +291,7 @@ impl TrainConfig {
                          form = \"sampled\" or an in-process teacher",
                     ));
                 }
-                let t = self.rollout.sampling(&[]).logprob_temperature();
+                let t = self.rollout.sampling(&[], None).logprob_temperature();
                 if t != 1.0 {
                     return Err(config_error(
                         "rollout.temperature",

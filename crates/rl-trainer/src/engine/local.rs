@@ -114,6 +114,16 @@ impl<G: LocalModel> LocalEngine<G> {
             seed: p.seed,
             eos_token_ids: p.stop_ids.clone(),
             stop_token_ids: Vec::new(),
+            answer_line_ids: p
+                .answer_line
+                .iter()
+                .flat_map(|l| l.markers.clone())
+                .collect(),
+            line_end_ids: p
+                .answer_line
+                .iter()
+                .flat_map(|l| l.line_ends.clone())
+                .collect(),
             allowed_vocab_size: self.allowed_vocab,
             share_prompts: self.share_prompts,
         }
@@ -127,6 +137,7 @@ fn same_batch(a: &SamplingParams, b: &SamplingParams) -> bool {
         && a.top_k == b.top_k
         && a.max_new_tokens == b.max_new_tokens
         && a.stop_ids == b.stop_ids
+        && a.answer_line == b.answer_line
 }
 
 impl<G: LocalModel> RolloutEngine for LocalEngine<G> {

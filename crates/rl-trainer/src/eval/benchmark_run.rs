@@ -21,7 +21,7 @@ use super::benchmark::{
 use super::presets::ks_fit;
 use crate::data::{Dataset, PromptRenderer};
 use crate::multi_turn::Episodes;
-use crate::trainer::stop_ids;
+use crate::trainer::{answer_line, stop_ids};
 use crate::{Policy, TrainConfig, TrainerError, build_engine};
 
 /// What to evaluate and how.
@@ -153,6 +153,7 @@ impl PreparedBenchmark {
         let mut engine = build_engine(&config, &policy, &tokenizer, allowed, 0)?;
         let verifier = config.build_verifier()?;
         let end_ids = stop_ids(&config, &tokenizer)?;
+        let answer_line = answer_line(&config, &tokenizer)?;
         let samples_path = out.join("samples.jsonl");
         let mut records = read_samples(&samples_path, k)?;
         // Keep only whole prompts (a file cut short mid-prompt loses that prompt's partial lines).
@@ -160,7 +161,7 @@ impl PreparedBenchmark {
         let done: BTreeSet<u64> = records.iter().map(|r| r.prompt).collect();
         let settings = BenchmarkSettings {
             k,
-            params: config.eval_sampling(&end_ids),
+            params: config.eval_sampling(&end_ids, answer_line.as_ref()),
             seed,
             prompts_per_call,
         };

@@ -21,7 +21,8 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     }
 
     /// The held-out set's verified samples: `eval.k` per prompt for the first
-    /// `eval.max_prompts` prompts (0: all), sampled through the run's rollout engine (a run
+    /// `eval.max_prompts` prompts (0: all), in calls of `rollout.generation_batch` sequences
+    /// (0: one call), sampled through the run's rollout engine (a run
     /// against llama-server evaluates through llama-server; the engine holds the current
     /// weights after every step's sync) with prompt i's request seeded
     /// [`benchmark::prompt_seed`]`(seed, i)`. These are the samples `rlvr eval --config
@@ -39,9 +40,17 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         };
         let settings = BenchmarkSettings {
             k: e.k,
-            params: self.config.eval_sampling(&self.prompts.end_ids),
+            params: self
+                .config
+                .eval_sampling(&self.prompts.end_ids, self.prompts.answer_line.as_ref()),
             seed: self.config.seed,
-            prompts_per_call: n,
+            // A call of `rollout.generation_batch` sequences, as in the rollout (the KV cache of a
+            // call holds every sequence of it); each prompt's samples have their own seed, so
+            // the calls' size changes no draw.
+            prompts_per_call: match self.config.rollout.generation_batch {
+                0 => n,
+                g => (g / e.k.max(1)).max(1),
+            },
         };
         let scoring = Scoring {
             renderer: self.prompts.renderer(),

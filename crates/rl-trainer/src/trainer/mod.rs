@@ -51,7 +51,7 @@ pub use crate::step_stats::{EpisodeStats, GenerationStats, UpdateStats};
 pub use checkpoint::{config_diff, latest_checkpoint};
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
-pub use prompts::{end_token_ids, stop_ids};
+pub use prompts::{answer_line, end_token_ids, stop_ids};
 pub use rounds::{CollectedBatch, ReceivedRound};
 pub use state::{RoundReply, SubmittedRound, Trainer, TrainerState};
 use state::{Start, Writers};
@@ -402,7 +402,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
 
     /// The temperature of every log-prob the loss reads (π_rollout, π_old, π_θ, π_ref).
     fn logprob_temperature(&self) -> f32 {
-        self.config.rollout.sampling(&[]).logprob_temperature()
+        self.config
+            .rollout
+            .sampling(&[], None)
+            .logprob_temperature()
     }
 
     /// Advantages phase: the kept groups' responses (explicit group ids), in group order. Each

@@ -27,7 +27,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             return Ok(());
         }
         let n = self.config.probe.samples;
-        let params = self.config.rollout.sampling(&self.prompts.end_ids);
+        let params = self
+            .config
+            .rollout
+            .sampling(&self.prompts.end_ids, self.prompts.answer_line.as_ref());
         let mut records = Vec::with_capacity(groups.len());
         for g in groups {
             let index = g.prompt as usize;

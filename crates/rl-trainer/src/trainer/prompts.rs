@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use rl_models::Tokenizer;
+use rl_rollout::AnswerLine;
 
 use crate::TrainerError;
 use crate::config::TrainConfig;
@@ -21,6 +22,8 @@ pub(crate) struct Prompts {
     pub(crate) eval: Option<Dataset>,
     /// Ids that end a response ([`end_token_ids`]).
     pub(crate) end_ids: Vec<u32>,
+    /// The answer line that ends a response, if `rollout.stop_after_line` asks for one.
+    pub(crate) answer_line: Option<AnswerLine>,
     renderer: PromptRenderer,
     /// Training prompts rendered so far (on first use).
     rendered: Vec<Option<Arc<Vec<u32>>>>,
@@ -40,12 +43,14 @@ impl Prompts {
             renderer.render(p, &tokenizer)?;
         }
         let end_ids = stop_ids(config, &tokenizer)?;
+        let answer_line = answer_line(config, &tokenizer)?;
         Ok(Self {
             rendered: vec![None; train.len()],
             tokenizer,
             train,
             eval,
             end_ids,
+            answer_line,
             renderer,
         })
     }
@@ -144,4 +149,91 @@ pub fn stop_ids(config: &TrainConfig, tokenizer: &Tokenizer) -> Result<Vec<u32>,
         });
     }
     Ok(ids)
+}
+
+/// The answer line that ends a response under `config` (`rollout.stop_after_line`): markers are
+/// the ids whose text holds one of its strings, line ends the ids whose text holds a newline.
+/// `None` when the list is empty; an error naming the field when no id holds a string.
+pub fn answer_line(
+    config: &TrainConfig,
+    tokenizer: &Tokenizer,
+) -> Result<Option<AnswerLine>, TrainerError> {
+    let opens = &config.rollout.stop_after_line;
+    if opens.is_empty() {
+        return Ok(None);
+    }
+    if let Some(s) = opens.iter().find(|s| s.is_empty() || s.contains('\n')) {
+        return Err(TrainerError::Config {
+            field: "rollout.stop_after_line".into(),
+            message: format!("{s:?}: each entry is the non-empty text that opens a line"),
+        });
+    }
+    let mut line = AnswerLine::default();
+    let mut found = vec![false; opens.len()];
+    for id in 0..tokenizer.num_defined_ids() as u32 {
+        let text = tokenizer.decode(&[id], false)?;
+        let mut marker = false;
+        for (f, s) in found.iter_mut().zip(opens) {
+            if text.contains(s.as_str()) {
+                *f = true;
+                marker = true;
+            }
+        }
+        if marker {
+            line.markers.push(id);
+        }
+        if text.contains('\n') {
+            line.line_ends.push(id);
+        }
+    }
+    if let Some((s, _)) = opens.iter().zip(&found).find(|(_, f)| !**f) {
+        return Err(TrainerError::Config {
+            field: "rollout.stop_after_line".into(),
+            message: format!(
+                "no token of the vocabulary holds {s:?} (it must lie within one token)"
+            ),
+        });
+    }
+    if line.line_ends.is_empty() {
+        return Err(TrainerError::Config {
+            field: "rollout.stop_after_line".into(),
+            message: "no token of the vocabulary holds a newline, so no line could end".into(),
+        });
+    }
+    Ok(Some(line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(stop_after_line: &[&str]) -> TrainConfig {
+        let mut c = TrainConfig::default();
+        c.rollout.stop_after_line = stop_after_line.iter().map(|s| s.to_string()).collect();
+        c
+    }
+
+    #[test]
+    fn the_answer_line_comes_from_the_tokens_texts() {
+        // Ids in order of first appearance: a 0, # 1, 2 2, \n 3, then the specials.
+        let tok = Tokenizer::char_level("a#2\n", &["##", "#\n"]).unwrap();
+        let (hash2, hash_nl) = (
+            tok.token_to_id("##").unwrap(),
+            tok.token_to_id("#\n").unwrap(),
+        );
+        assert_eq!(answer_line(&config(&[]), &tok).unwrap(), None);
+        let line = answer_line(&config(&["##"]), &tok).unwrap().unwrap();
+        assert_eq!(line.markers, vec![hash2]);
+        assert_eq!(line.line_ends, vec![3, hash_nl]);
+        let line = answer_line(&config(&["#"]), &tok).unwrap().unwrap();
+        assert_eq!(line.markers, vec![1, hash2, hash_nl]);
+        for bad in [&["###"][..], &[""], &["#\n"], &["##", "b"]] {
+            match answer_line(&config(bad), &tok) {
+                Err(TrainerError::Config { field, .. }) => {
+                    assert_eq!(field, "rollout.stop_after_line", "{bad:?}")
+                }
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
 }

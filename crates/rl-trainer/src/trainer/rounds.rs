@@ -63,7 +63,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         let idx = self.sampler.next(count);
         let rendered = self.prompts.render(&idx)?;
         let prompts = self.prompts.round(&idx, rendered);
-        let params = r.sampling(&self.prompts.end_ids);
+        let params = r.sampling(&self.prompts.end_ids, self.prompts.answer_line.as_ref());
         let owned = self.parallel.owned(idx.len());
         let sizes = group_sizes(
             r.group_size,
