@@ -434,16 +434,24 @@ pub(super) fn padding_entries<B: Backend>(
     start: impl Fn(usize) -> usize,
     device: &B::Device,
 ) -> Option<Tensor<B, 2, burn::tensor::Bool>> {
+    padding_flags(b, w, mask, start)
+        .map(|invalid| Tensor::from_data(TensorData::new(invalid, [b, w]), device))
+}
+
+/// [`padding_entries`] on the host: `[b · w]` flags, row-major; `None` when no entry is padding.
+pub(super) fn padding_flags(
+    b: usize,
+    w: usize,
+    mask: Option<&AttentionMask>,
+    start: impl Fn(usize) -> usize,
+) -> Option<Vec<bool>> {
     let m = mask?;
     let mut invalid = Vec::with_capacity(b * w);
     for row in 0..b {
         let s = start(row);
         invalid.extend((s..s + w).map(|t| !(m.is_valid(row, t) && m.is_valid(row, t + 1))));
     }
-    invalid
-        .iter()
-        .any(|&x| x)
-        .then(|| Tensor::from_data(TensorData::new(invalid, [b, w]), device))
+    invalid.iter().any(|&x| x).then_some(invalid)
 }
 
 /// `[n = b · w]` log-probs (and entropies) as `[b, w]`, with 0 where entry `[row, j]`, at

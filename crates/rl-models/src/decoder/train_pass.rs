@@ -30,7 +30,7 @@ use burn::tensor::{Bool, IndexingUpdateOp, Int, Tensor, TensorData};
 
 use super::CausalLm;
 use super::head::{
-    LOGPROB_CHUNK_ELEMS, check_temperature, chunk_rows, padding_entries, window_index, zero_padding,
+    LOGPROB_CHUNK_ELEMS, check_temperature, chunk_rows, padding_flags, window_index, zero_padding,
 };
 use super::mask::AttentionMask;
 use super::shared_prompt::PromptGroups;
@@ -85,7 +85,11 @@ struct Deferred<B: AutodiffBackend> {
     model: CausalLm<B>,
     /// Entries whose token or next token is padding (their gradient is 0, as in the plain pass).
     padding: Option<Tensor<B::InnerBackend, 2, Bool>>,
-    /// The window's final hidden states before the final norm, `[n, H]`, and their targets.
+    /// The window entries the head computes (those not padding, in row-major order), when some
+    /// are padding: the head's rows are these entries of the `[n = b · width]` window.
+    computed: Option<Tensor<B::InnerBackend, 1, Int>>,
+    /// The final hidden states before the final norm of the computed entries, `[m, H]`, and
+    /// their targets.
     rows: Tensor<B::InnerBackend, 2>,
     targets: Tensor<B::InnerBackend, 1, Int>,
     /// Window rows per head chunk.
@@ -176,7 +180,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
                 |_| 0,
             )));
         }
-        let padding = padding_entries(b, width, mask, |_| 0, &self.device());
+        let padding = padding_flags(b, width, mask, |_| 0);
         Ok(self.deferred_pass(
             rows.hidden.clone().inner(),
             Trunk::Graph(rows.hidden),
@@ -248,7 +252,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
                 (h, trunk)
             }
         };
-        let padding = padding_entries::<B::InnerBackend>(b, width, mask, |r| starts[r], &device);
+        let padding = padding_flags(b, width, mask, |r| starts[r]);
         Ok(self.deferred_pass(
             h_rows,
             trunk,
@@ -263,15 +267,18 @@ impl<B: AutodiffBackend> CausalLm<B> {
 
     /// The values of a pass under a memory plan from the window's hidden rows `h_rows` (`[n =
     /// b · width, H]`, no graph) and their targets, with what its backward needs: the head in
-    /// chunks of `logprob_chunk` rows (0: one chunk), padding entries zeroed, the log-probs (and
-    /// a differentiable entropy) as autodiff leaves.
+    /// chunks of `logprob_chunk` rows (0: one chunk), the log-probs (and a differentiable
+    /// entropy) as autodiff leaves. The head computes only the entries that are not `padding`
+    /// (row-major `[n]` flags): a padding entry's log-prob is 0 and its gradient 0 whatever its
+    /// row holds, so the rows of responses shorter than the window cost no head FLOPs — in a
+    /// batch of replies of very different lengths, most of the window.
     #[allow(clippy::too_many_arguments)]
     fn deferred_pass(
         &self,
         h_rows: Tensor<B::InnerBackend, 2>,
         trunk: Trunk<B>,
         targets: Tensor<B::InnerBackend, 1, Int>,
-        padding: Option<Tensor<B::InnerBackend, 2, Bool>>,
+        padding: Option<Vec<bool>>,
         [b, width]: [usize; 2],
         entropy: EntropyMode,
         temperature: f32,
@@ -279,10 +286,23 @@ impl<B: AutodiffBackend> CausalLm<B> {
     ) -> WindowPass<B> {
         let n = b * width;
         let vocab = self.config.vocab_size;
+        let device = h_rows.device();
+        let computed = padding.as_ref().and_then(|p| {
+            let keep: Vec<i64> = (0..n as i64).filter(|&i| !p[i as usize]).collect();
+            let m = keep.len();
+            (m > 0).then(|| {
+                Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(keep, [m]), &device)
+            })
+        });
+        let (h_rows, targets) = match &computed {
+            Some(c) => (h_rows.select(0, c.clone()), targets.select(0, c.clone())),
+            None => (h_rows, targets),
+        };
+        let m = h_rows.dims()[0];
         let chunk = if logprob_chunk == 0 {
-            n
+            m
         } else {
-            chunk_rows(n, vocab, logprob_chunk.saturating_mul(vocab))
+            chunk_rows(m, vocab, logprob_chunk.saturating_mul(vocab))
         };
         let values_mode = match entropy {
             EntropyMode::None => EntropyMode::None,
@@ -295,7 +315,17 @@ impl<B: AutodiffBackend> CausalLm<B> {
             chunk.saturating_mul(vocab),
             temperature,
         );
+        let padding = padding.map(|p| Tensor::from_data(TensorData::new(p, [b, width]), &device));
         let zeroed = |t: Tensor<B::InnerBackend, 1>| {
+            let t = match &computed {
+                Some(c) => Tensor::zeros([n], (&device, t.dtype())).select_assign(
+                    0,
+                    c.clone(),
+                    t,
+                    IndexingUpdateOp::Add,
+                ),
+                None => t,
+            };
             let t = t.reshape([b, width]);
             match &padding {
                 Some(p) => t.mask_fill(p.clone(), 0.0),
@@ -316,6 +346,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
             deferred: Some(Deferred {
                 model: self.clone(),
                 padding,
+                computed,
                 rows: h_rows,
                 targets,
                 chunk,
@@ -360,7 +391,11 @@ impl<B: AutodiffBackend> WindowPass<B> {
                 Some(p) => g.mask_fill(p.clone(), 0.0),
                 None => g,
             };
-            g.reshape([b * w])
+            let g = g.reshape([b * w]);
+            match &d.computed {
+                Some(c) => g.select(0, c.clone()),
+                None => g,
+            }
         };
         let d_lp = of_leaf(&self.out.logprobs);
         let d_ent = self
@@ -404,6 +439,15 @@ impl<B: AutodiffBackend> WindowPass<B> {
             r0 = r1;
         }
         let d_rows = Tensor::cat(d_rows, 0);
+        // Back to the whole window's rows: 0 on the entries the head did not compute.
+        let d_rows = match &d.computed {
+            Some(c) => Tensor::<B::InnerBackend, 2>::zeros(
+                [b * w, hidden],
+                (&d.rows.device(), d.rows.dtype()),
+            )
+            .select_assign(0, c.clone(), d_rows, IndexingUpdateOp::Add),
+            None => d_rows,
+        };
 
         // The decoder stack and the embedding.
         match d.trunk {
