@@ -40,4 +40,20 @@ mod tests {
         assert_eq!(c.reward.verifier.name(), "gsm8k");
         assert!(c.rollout.max_new_tokens >= 128);
     }
+
+    /// The overrides that run the task on SmolLM2 (docs/results.md) parse over the settings:
+    /// its chat template, its spelling of the blank-line stop, the same answer line.
+    #[test]
+    fn the_smollm2_overrides_parse_over_the_settings() {
+        let mut base = TrainConfig::default();
+        base.apply_preset("da3po").unwrap();
+        let c = TrainConfig::from_toml_str(SETTINGS, &base).unwrap();
+        let c =
+            TrainConfig::from_toml_str(include_str!("../configs/word_problems_smollm2.toml"), &c)
+                .unwrap();
+        assert!(c.data.chat_template);
+        assert_eq!(c.rollout.stop, vec!["ĊĊ".to_string()]);
+        assert_eq!(c.rollout.stop_after_line, vec!["####".to_string()]);
+        assert_eq!(c.data.template, PromptTemplate::Custom(FEW_SHOT.into()));
+    }
 }
