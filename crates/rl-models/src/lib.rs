@@ -82,7 +82,7 @@ mod tokenizer_source;
 
 pub use decoder::{
     AttentionMask, CausalLm, Checkpointing, ComputeDtype, KvCache, LoraConfig, MemoryPlan,
-    ModelConfig, PromptGroups, RopeScaling, SlidingWindow, WindowPass,
+    ModelConfig, PackedLayout, PromptGroups, RopeScaling, SlidingWindow, WindowPass,
 };
 pub use error::{ModelError, TokenizerError};
 pub use families::Family;

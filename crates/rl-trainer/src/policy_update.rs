@@ -11,7 +11,9 @@ use rl_models::{EntropyMode, MemoryPlan};
 
 mod micro_batches;
 
-pub use micro_batches::{micro_batch_plan, micro_batches, shared_micro_batch_plan};
+pub use micro_batches::{
+    micro_batch_plan, micro_batches, packed_micro_batch_plan, shared_micro_batch_plan,
+};
 
 use crate::TrainerError;
 use crate::optim::AdamWOptimizer;
@@ -464,10 +466,14 @@ pub fn policy_gradients<B: AutodiffBackend, P: Policy<B>>(
         .iter()
         .map(|s| s.prompt.len() + s.response.len())
         .collect();
-    let plan = if memory.shared_prompts {
+    let plan = if memory.packing || memory.shared_prompts {
         let prompts: Vec<&[u32]> = seqs.iter().map(|s| s.prompt).collect();
         let responses: Vec<usize> = seqs.iter().map(|s| s.response.len()).collect();
-        shared_micro_batch_plan(&prompts, &responses, micro, budget)
+        if memory.packing {
+            packed_micro_batch_plan(&prompts, &responses, memory.shared_prompts, micro, budget)
+        } else {
+            shared_micro_batch_plan(&prompts, &responses, micro, budget)
+        }
     } else {
         micro_batch_plan(&lengths, micro, budget)
     };

@@ -576,22 +576,38 @@ fn memory_plans_train_as_the_plain_pass() {
 /// [`memory_plans_train_as_the_plain_pass`] for shared prompts (`MemoryPlan::shared_prompts`,
 /// plain head and chunks of 2 positions): the batch's eight sequences take three prompts (rows
 /// 0, 3, 6 / 1, 4, 7 / 2, 5), so with micro-batches of 3 sequences each micro-batch is one
-/// prompt group (`shared_micro_batch_plan`) computing its prompt once.
+/// prompt group (`shared_micro_batch_plan`) computing its prompt once. And for packed rows
+/// (`MemoryPlan::packing`, `packed_micro_batch_plan`): with shared prompts, without, and with
+/// shared prompts and per-layer recomputation, in micro-batches of 3 sequences or of a 40-token
+/// budget.
 #[test]
-fn shared_prompts_train_as_the_plain_pass() {
+fn shared_prompts_and_packing_train_as_the_plain_pass() {
     let (model, tok) = task_model(11, None);
     let b = shared_prompt_batch(&model, &tok);
-    let shared = |logprob_chunk| MemoryPlan {
+    let plan = |logprob_chunk, shared_prompts, packing, checkpointing| MemoryPlan {
         logprob_chunk,
-        shared_prompts: true,
-        ..MemoryPlan::default()
+        shared_prompts,
+        packing,
+        checkpointing,
     };
+    let none = Checkpointing::None;
     trains_as_the_plain_pass(
         &model,
         &b,
         &[
-            ("shared prompts", (3, 0), shared(0)),
-            ("shared prompts, chunks of 2", (3, 0), shared(2)),
+            ("shared prompts", (3, 0), plan(0, true, false, none)),
+            (
+                "shared prompts, chunks of 2",
+                (3, 0),
+                plan(2, true, false, none),
+            ),
+            ("packed, shared prompts", (3, 0), plan(0, true, true, none)),
+            ("packed", (8, 40), plan(2, false, true, none)),
+            (
+                "packed, shared prompts, checkpointed layers",
+                (8, 40),
+                plan(2, true, true, Checkpointing::Layers),
+            ),
         ],
     );
 }

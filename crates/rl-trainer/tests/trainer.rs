@@ -143,6 +143,17 @@ fn toml_overrides_field_by_field_and_rejects_unknown_keys() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("rollout.group_size"), "{e}");
+    // Shared prompts with per-layer recomputation only in packed rows.
+    let layers = "[model]\nshared_prompts = true\ncheckpointing = \"layers\"\n";
+    let e = TrainConfig::from_toml_str(layers, &base)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("model.shared_prompts") && e.contains("model.packing"),
+        "{e}"
+    );
+    let c = TrainConfig::from_toml_str(&format!("{layers}packing = true\n"), &base).unwrap();
+    assert!(c.model.memory_plan().packing);
     // Length-dependent preset defaults follow the file's max_new_tokens.
     let c = TrainConfig::from_toml_str(
         "algorithm = \"dapo\"\n[rollout]\nmax_new_tokens = 64\n",

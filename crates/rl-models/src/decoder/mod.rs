@@ -16,7 +16,8 @@
 //! (init, load, save), `model` ([`CausalLm`]: forward, hidden states, compute dtype), `head` (LM
 //! head, chunked log-probs), `lora` (the adapter), `lora_model` (adapters on a model, PEFT
 //! files), `train_pass` ([`WindowPass`]: the training pass under a [`MemoryPlan`], chunked head
-//! backward and per-layer checkpointing) and `shared_prompt` (a group's prompt computed once).
+//! backward and per-layer checkpointing), `shared_prompt` (a group's prompt computed once) and
+//! `packing` ([`PackedLayout`]: sequences end to end in packed rows).
 
 mod checkpoint_layout;
 pub(crate) mod config;
@@ -30,6 +31,7 @@ mod lora_model;
 mod mask;
 mod matmul;
 mod model;
+mod packing;
 mod rope;
 mod shared_prompt;
 mod train_pass;
@@ -44,6 +46,7 @@ pub use layers::{Attention, DecoderLayer, Linear, Mlp, RmsNorm};
 pub use lora::{ADAPTER_CONFIG, ADAPTER_WEIGHTS, LORA_TARGETS, LoraAdapter, LoraConfig};
 pub use mask::AttentionMask;
 pub use model::CausalLm;
+pub use packing::PackedLayout;
 pub use shared_prompt::PromptGroups;
 pub use train_pass::{Checkpointing, MemoryPlan, WindowPass};
 pub use weights::HfTensor;

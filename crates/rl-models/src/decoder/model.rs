@@ -119,6 +119,11 @@ impl<B: Backend> CausalLm<B> {
             )));
         }
         if let Some(c) = cache.as_deref() {
+            if mask.is_some_and(AttentionMask::is_packed) {
+                return Err(ModelError::InvalidInput(
+                    "a packed attention mask is for a pass without a KV cache".to_string(),
+                ));
+            }
             if c.batch != b {
                 return Err(ModelError::InvalidInput(format!(
                     "KV cache has {} rows, input_ids has {b}",
@@ -192,16 +197,29 @@ impl<B: Backend> CausalLm<B> {
         let valid = |row: usize, t: usize| mask.is_none_or(|m| m.is_valid(row, t));
         let start = cache.map(|c| c.len).unwrap_or(0);
         let k_len = start + l;
+        // Packed rows (no cache): a key is seen only from its own segment and the segments that
+        // continue it.
+        let segments = mask.and_then(|m| m.segments.as_ref());
+        let same_sequence = |row: usize, t: usize, j: usize| {
+            segments.is_none_or(|s| s.sees(s.of(row * l + t), s.of(row * l + j)))
+        };
 
-        // position = (real tokens before, including this one) - 1, clamped at 0 for padding.
-        let mut positions = Vec::with_capacity(b * l);
-        for row in 0..b {
-            let mut count = cache.map(|c| c.valid_count[row]).unwrap_or(0);
-            for t in 0..l {
-                count += usize::from(valid(row, t));
-                positions.push(count.saturating_sub(1) as f32);
+        // position = (real tokens before, including this one) - 1, clamped at 0 for padding;
+        // in packed rows, counted within the sequence (`Segments::positions`).
+        let positions: Vec<f32> = match segments {
+            Some(s) => s.positions(b, l).into_iter().map(|p| p as f32).collect(),
+            None => {
+                let mut positions = Vec::with_capacity(b * l);
+                for row in 0..b {
+                    let mut count = cache.map(|c| c.valid_count[row]).unwrap_or(0);
+                    for t in 0..l {
+                        count += usize::from(valid(row, t));
+                        positions.push(count.saturating_sub(1) as f32);
+                    }
+                }
+                positions
             }
-        }
+        };
         // Key j of row `row` is attendable from new token t iff it is a real token and j <= start + t;
         // in a local layer also iff the query's position is less than `window` past the key's.
         let key_valid = |row: usize, j: usize| -> bool {
@@ -213,7 +231,7 @@ impl<B: Backend> CausalLm<B> {
                 false
             }
         };
-        let all_valid = mask.is_none_or(|m| m.valid.iter().all(|&v| v))
+        let all_valid = mask.is_none_or(|m| m.segments.is_none() && m.valid.iter().all(|&v| v))
             && cache.is_none_or(|c| {
                 (0..c.batch).all(|row| {
                     c.key_valid[row * c.capacity..row * c.capacity + start]
@@ -225,19 +243,27 @@ impl<B: Backend> CausalLm<B> {
         let bias = |window: Option<usize>| {
             let mut bias = vec![0.0f32; rows * l * k_len];
             for row in 0..rows {
-                // The position of key j: the real keys up to and including it, minus one.
+                // The position of key j: the real keys up to and including it, minus one (in
+                // packed rows, which have no cache: the position of token j).
                 let mut key_pos = Vec::with_capacity(k_len);
                 let mut count = 0usize;
                 for j in 0..k_len {
                     count += usize::from(key_valid(row, j));
-                    key_pos.push(count.saturating_sub(1));
+                    key_pos.push(match segments {
+                        Some(_) => positions[row * l + j] as usize,
+                        None => count.saturating_sub(1),
+                    });
                 }
                 for t in 0..l {
                     let base = (row * l + t) * k_len;
                     let q_pos = positions[row * l + t] as usize;
                     for j in 0..k_len {
                         let outside = window.is_some_and(|w| q_pos >= key_pos[j] + w);
-                        if j > start + t || !key_valid(row, j) || outside {
+                        if j > start + t
+                            || !key_valid(row, j)
+                            || outside
+                            || !same_sequence(row, t, j)
+                        {
                             bias[base + j] = MASK_BIAS;
                         }
                     }

@@ -60,8 +60,13 @@ pub struct MemoryPlan {
     pub checkpointing: Checkpointing,
     /// Sequences with the same prompt share one computation of it ([`CausalLm::train_window`],
     /// `crate::decoder::shared_prompt`): fewer FLOPs and less memory for groups of responses,
-    /// the same values up to float summation order. Needs `checkpointing = None`.
+    /// the same values up to float summation order. Needs `checkpointing = None` unless
+    /// `packing`.
     pub shared_prompts: bool,
+    /// Sequences laid end to end in packed rows, without padding between them
+    /// ([`CausalLm::train_window`], `crate::decoder::packing`), each prompt once per group with
+    /// `shared_prompts`: the same values up to float summation order, no FLOPs on padding.
+    pub packing: bool,
 }
 
 impl MemoryPlan {
@@ -131,8 +136,13 @@ impl<B: AutodiffBackend> CausalLm<B> {
     /// float summation order. The window may reach past a sequence's end, as in
     /// [`Self::window_batch`]; those entries are 0.
     ///
+    /// With `plan.packing`, the sequences go in packed rows instead (`crate::decoder::packing`,
+    /// with shared prompts or without), with the same values and gradients up to float
+    /// summation order and any checkpointing.
+    ///
     /// Errors ([`ModelError::InvalidInput`]): as [`Self::window_pass`], and shared prompts with
-    /// `checkpointing = Layers` (per-layer recomputation of a shared prefix is not implemented).
+    /// `checkpointing = Layers` without packing (per-layer recomputation of a prefix shared
+    /// through the KV cache is not implemented).
     #[allow(clippy::too_many_arguments)]
     pub fn train_window(
         &self,
@@ -143,6 +153,9 @@ impl<B: AutodiffBackend> CausalLm<B> {
         temperature: f32,
         plan: MemoryPlan,
     ) -> Result<WindowPass<B>, ModelError> {
+        if plan.packing {
+            return self.packed_pass(seqs, starts, width, entropy, temperature, plan);
+        }
         let groups = (plan.shared_prompts
             && seqs.len() == starts.len()
             && seqs.iter().zip(starts).all(|(q, &s)| s <= q.len()))
@@ -195,8 +208,9 @@ impl<B: AutodiffBackend> CausalLm<B> {
 
     /// [`Self::token_logprobs_from_tempered`] for training under `plan`: the same values (within
     /// float summation order), with the backward of [`WindowPass::backward`]. The plain plan
-    /// is exactly [`Self::token_logprobs_from_tempered`]. A tensor batch has no host prompts to
-    /// share: `plan.shared_prompts` is read by [`Self::train_window`] and ignored here.
+    /// is exactly [`Self::token_logprobs_from_tempered`]. A tensor batch has no host sequences to
+    /// share prompts or pack: `plan.shared_prompts` and `plan.packing` are read by
+    /// [`Self::train_window`] and ignored here.
     #[allow(clippy::too_many_arguments)]
     pub fn window_pass(
         &self,
@@ -210,6 +224,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
     ) -> Result<WindowPass<B>, ModelError> {
         let plan = MemoryPlan {
             shared_prompts: false,
+            packing: false,
             ..plan
         };
         if plan.is_plain() {
@@ -220,39 +235,71 @@ impl<B: AutodiffBackend> CausalLm<B> {
         check_temperature(temperature)?;
         let [b, l] = input_ids.dims();
         let (rows, next) = window_index(b, l, starts, width)?;
-        let n = b * width;
+        let next = Tensor::<B::InnerBackend, 1, Int>::from_data(
+            TensorData::new(next, [b * width]),
+            &self.device(),
+        );
+        let targets = input_ids.clone().inner().reshape([b * l]).select(0, next);
+        let padding = padding_flags(b, width, mask, |r| starts[r]);
+        self.trunk_pass(
+            input_ids,
+            mask,
+            rows,
+            targets,
+            padding,
+            [b, width],
+            entropy,
+            temperature,
+            plan,
+        )
+    }
+
+    /// The pass under a memory plan of the `[b, width]` window whose entries are the positions
+    /// `rows` (row-major indices into `input_ids`' `[batch · seq]` positions) with their
+    /// `targets`: the decoder stack as `plan.checkpointing` keeps it, then [`Self::deferred_pass`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn trunk_pass(
+        &self,
+        input_ids: Tensor<B, 2, Int>,
+        mask: Option<&AttentionMask>,
+        rows: Vec<i64>,
+        targets: Tensor<B::InnerBackend, 1, Int>,
+        padding: Option<Vec<bool>>,
+        [b, width]: [usize; 2],
+        entropy: EntropyMode,
+        temperature: f32,
+        plan: MemoryPlan,
+    ) -> Result<WindowPass<B>, ModelError> {
+        let [batch, l] = input_ids.dims();
         let hidden = self.config.hidden_size;
-        let device = self.device();
         let inner = self.valid();
-        let index = |v: Vec<i64>| {
-            Tensor::<B::InnerBackend, 1, Int>::from_data(TensorData::new(v, [n]), &device)
-        };
-        let (rows, next) = (index(rows), index(next));
+        let rows = Tensor::<B::InnerBackend, 1, Int>::from_data(
+            TensorData::new(rows, [b * width]),
+            &self.device(),
+        );
         let ids_inner = input_ids.clone().inner();
-        let targets = ids_inner.clone().reshape([b * l]).select(0, next);
         let (h_rows, trunk) = match plan.checkpointing {
             Checkpointing::None => {
                 let h = self.hidden_states(input_ids, mask, None)?;
                 let h = h
-                    .reshape([b * l, hidden])
+                    .reshape([batch * l, hidden])
                     .select(0, Tensor::from_inner(rows));
                 (h.clone().inner(), Trunk::Graph(h))
             }
             Checkpointing::Layers => {
                 let mut inputs = Vec::with_capacity(self.layers.len());
                 let h = inner.hidden_states_keeping(ids_inner, mask, None, Some(&mut inputs))?;
-                let h = h.reshape([b * l, hidden]).select(0, rows.clone());
+                let h = h.reshape([batch * l, hidden]).select(0, rows.clone());
                 let trunk = Trunk::Layers {
                     ids: input_ids,
                     mask: mask.cloned(),
                     inputs,
                     rows,
-                    shape: [b, l],
+                    shape: [batch, l],
                 };
                 (h, trunk)
             }
         };
-        let padding = padding_flags(b, width, mask, |r| starts[r]);
         Ok(self.deferred_pass(
             h_rows,
             trunk,

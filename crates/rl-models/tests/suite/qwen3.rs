@@ -536,16 +536,19 @@ fn memory_plan_gradients_match_hf() {
                 logprob_chunk: 3,
                 checkpointing: Checkpointing::None,
                 shared_prompts: false,
+                packing: false,
             },
             MemoryPlan {
                 logprob_chunk: 0,
                 checkpointing: Checkpointing::Layers,
                 shared_prompts: false,
+                packing: false,
             },
             MemoryPlan {
                 logprob_chunk: 1,
                 checkpointing: Checkpointing::Layers,
                 shared_prompts: false,
+                packing: false,
             },
         ] {
             check_gradients(model, 1, LogprobPath::Plan(plan));
@@ -554,14 +557,18 @@ fn memory_plan_gradients_match_hf() {
 }
 
 /// The shared-prompt pass (`MemoryPlan::shared_prompts`: each distinct prompt computed once,
-/// its keys and values repeated for the rows that follow it) against the padded pass, which the
-/// tests above compare with HF: the same log-probs, entropies and parameter gradients of
+/// its keys and values repeated for the rows that follow it) and the packed passes
+/// (`MemoryPlan::packing`: sequences end to end in packed rows, each prompt once per group or
+/// each sequence whole; per-layer recomputation too) against the padded pass, which the tests
+/// above compare with HF: the same log-probs, entropies and parameter gradients of
 /// `Σ w·log p + 0.1 Σ w·H` (w: fixed weights on the real entries), plain and with the chunked
 /// head. The rows: three responses after a 6-token prompt, two after a 4-token one, one alone
 /// after a 9-token one, two after a 1-token prompt (an empty shared prefix), responses of 1 to 7
-/// tokens (so windows reach past some rows' ends, into padding).
+/// tokens (so windows reach past some rows' ends, into padding). Packed rows reach 21 tokens,
+/// past the Gemma 3 fixture's sliding window of 5, so the window counts positions within each
+/// sequence.
 #[test]
-fn shared_prompts_equal_the_padded_pass() {
+fn shared_prompts_and_packing_equal_the_padded_pass() {
     let prompts: [&[u32]; 4] = [&[5, 9, 2, 7, 7, 3], &[11, 4, 8, 1], &[3, 3, 6, 10, 2, 9, 12, 5, 1], &[8]];
     let rows: [(usize, &[u32]); 8] = [
         (0, &[4, 6, 1]),
@@ -600,11 +607,12 @@ fn shared_prompts_equal_the_padded_pass() {
             n
         };
         for chunk in [0, 3] {
-            let run = |shared_prompts: bool| {
+            let run = |shared_prompts: bool, packing: bool, checkpointing: Checkpointing| {
                 let plan = MemoryPlan {
                     logprob_chunk: chunk,
                     shared_prompts,
-                    ..MemoryPlan::default()
+                    packing,
+                    checkpointing,
                 };
                 let pass = m
                     .train_window(&seqs, &starts, width, EntropyMode::Differentiable, 1.0, plan)
@@ -621,19 +629,30 @@ fn shared_prompts_equal_the_padded_pass() {
                 let g: Vec<Vec<f32>> = names.iter().map(|n| hf_grad(&m, n, &grads)).collect();
                 (values, g)
             };
-            let ((lp_s, ent_s), g_s) = run(true);
-            let ((lp_p, ent_p), g_p) = run(false);
-            let d_lp = max_abs_diff(&lp_s, &lp_p);
-            let d_ent = max_abs_diff(&ent_s, &ent_p);
-            eprintln!("{model} chunk {chunk}: max |Δlog p| = {d_lp:.2e}, max |ΔH| = {d_ent:.2e}");
-            assert!(d_lp <= TOL / 10.0 && d_ent <= TOL / 10.0, "{model} chunk {chunk}: {d_lp} {d_ent}");
-            for ((name, s), p) in names.iter().zip(&g_s).zip(&g_p) {
-                let scale = p.iter().fold(0.0f32, |a, &x| a.max(x.abs())).max(1e-3);
-                let d = max_abs_diff(s, p);
-                assert!(
-                    d <= GRAD_TOL * scale,
-                    "{model} chunk {chunk} {name}: max |Δgrad| = {d} (max |g| = {scale})"
-                );
+            let ((lp_p, ent_p), g_p) = run(false, false, Checkpointing::None);
+            // Packed rows always take the deferred head; its chunking is the chunked case's.
+            let packed = [
+                (true, true, Checkpointing::None),
+                (false, true, Checkpointing::None),
+                (true, true, Checkpointing::Layers),
+            ];
+            let cases = std::iter::once((true, false, Checkpointing::None))
+                .chain(packed.into_iter().filter(|_| chunk > 0));
+            for (shared, packing, ckpt) in cases {
+                let case = format!("{model} chunk {chunk} shared {shared} packed {packing} {ckpt:?}");
+                let ((lp_s, ent_s), g_s) = run(shared, packing, ckpt);
+                let d_lp = max_abs_diff(&lp_s, &lp_p);
+                let d_ent = max_abs_diff(&ent_s, &ent_p);
+                eprintln!("{case}: max |Δlog p| = {d_lp:.2e}, max |ΔH| = {d_ent:.2e}");
+                assert!(d_lp <= TOL / 10.0 && d_ent <= TOL / 10.0, "{case}: {d_lp} {d_ent}");
+                for ((name, s), p) in names.iter().zip(&g_s).zip(&g_p) {
+                    let scale = p.iter().fold(0.0f32, |a, &x| a.max(x.abs())).max(1e-3);
+                    let d = max_abs_diff(s, p);
+                    assert!(
+                        d <= GRAD_TOL * scale,
+                        "{case} {name}: max |Δgrad| = {d} (max |g| = {scale})"
+                    );
+                }
             }
         }
     }
@@ -1022,6 +1041,7 @@ fn bf16_gradients_reach_f32_masters_and_match_hf_bf16() {
             logprob_chunk: 3,
             checkpointing: Checkpointing::Layers,
             shared_prompts: false,
+            packing: false,
         };
         check_gradients_in(model, 1, LogprobPath::Plan(plan), ComputeDtype::Bf16);
     }

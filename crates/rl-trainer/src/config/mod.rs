@@ -71,9 +71,17 @@ pub struct ModelSection {
     /// summation order. The in-process engine prefills each distinct prompt of a batch once
     /// (`rl_models::GenerationConfig::share_prompts`): the same samples up to the rounding of
     /// batched kernels. Fewer FLOPs where groups share long prompts. Needs `checkpointing =
-    /// "none"`. Default `false`.
+    /// "none"` unless `packing`. Default `false`.
     #[serde(default)]
     pub shared_prompts: bool,
+    /// `true`: the update lays a micro-batch's sequences end to end in packed rows instead of
+    /// padding each to the longest (`rl_models::MemoryPlan::packing`): each sequence attends
+    /// only to itself (with `shared_prompts`, a group's prompt once, then each response after
+    /// it), so the loss and gradients are the padded pass's up to float summation order, and
+    /// `optim.micro_batch_tokens` counts the tokens computed. Fewer FLOPs where response lengths
+    /// vary. Any `checkpointing`. Default `false`.
+    #[serde(default)]
+    pub packing: bool,
     /// `[model.lora]` (`r`, `alpha`, optional `target_modules` and `use_rslora`): train LoRA
     /// adapters in PEFT's format on the frozen model instead of every weight
     /// (`rl_models::LoraConfig`; adapters seeded by the run's `seed`). Unset: full fine-tuning.
@@ -95,6 +103,7 @@ impl ModelSection {
             logprob_chunk: self.logprob_chunk,
             checkpointing: self.checkpointing,
             shared_prompts: self.shared_prompts,
+            packing: self.packing,
         }
     }
 }

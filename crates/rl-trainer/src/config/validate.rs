@@ -109,11 +109,15 @@ impl TrainConfig {
                 format!("{} (a finite number > 0)", retry.timeout_s),
             );
         }
-        if self.model.shared_prompts && self.model.checkpointing != Checkpointing::None {
+        if self.model.shared_prompts
+            && !self.model.packing
+            && self.model.checkpointing != Checkpointing::None
+        {
             return bad(
                 "model.shared_prompts",
-                "true needs model.checkpointing = \"none\" (per-layer recomputation of a \
-                 shared prompt is not implemented)"
+                "true needs model.checkpointing = \"none\" or model.packing = true \
+                 (per-layer recomputation of a prompt shared through the KV cache is not \
+                 implemented)"
                     .into(),
             );
         }

@@ -65,16 +65,7 @@ pub fn shared_micro_batch_plan(
     max_tokens: usize,
 ) -> Vec<Vec<usize>> {
     let max_seqs = max_seqs.max(1);
-    let mut group_of = std::collections::HashMap::<&[u32], usize>::new();
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (i, p) in prompts.iter().enumerate() {
-        let next = groups.len();
-        let g = *group_of.entry(p).or_insert(next);
-        if g == groups.len() {
-            groups.push(Vec::new());
-        }
-        groups[g].push(i);
-    }
+    let groups = prompt_groups(prompts);
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut current: Vec<usize> = Vec::new();
     // The current micro-batch's distinct prompts, longest prompt and longest suffix.
@@ -97,6 +88,72 @@ pub fn shared_micro_batch_plan(
             new_group = false;
             prefix = prefix.max(p);
             suffix = suffix.max(q);
+            current.push(i);
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// The sequences of each distinct prompt, prompts in order of first appearance.
+fn prompt_groups(prompts: &[&[u32]]) -> Vec<Vec<usize>> {
+    let mut group_of = std::collections::HashMap::<&[u32], usize>::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (i, p) in prompts.iter().enumerate() {
+        let next = groups.len();
+        let g = *group_of.entry(p).or_insert(next);
+        if g == groups.len() {
+            groups.push(Vec::new());
+        }
+        groups[g].push(i);
+    }
+    groups
+}
+
+/// The micro-batches of the packed pass (`MemoryPlan::packing`): the sequences taken prompt group
+/// by prompt group (as [`shared_micro_batch_plan`]) and partitioned greedily, each micro-batch
+/// holding at most `max_seqs` sequences and, when `max_tokens > 0`, at most `max_tokens`
+/// computed tokens: every sequence's response (and its prompt's last token), plus each distinct
+/// prompt (the rest of it) once when `share_prompts`, once per sequence otherwise. Packed rows
+/// hold no padding between sequences, so the tokens are what the micro-batch computes. A group
+/// is split only where it alone exceeds a limit; any partition gives the same loss and
+/// gradients up to float summation order.
+pub fn packed_micro_batch_plan(
+    prompts: &[&[u32]],
+    response_lens: &[usize],
+    share_prompts: bool,
+    max_seqs: usize,
+    max_tokens: usize,
+) -> Vec<Vec<usize>> {
+    let max_seqs = max_seqs.max(1);
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut tokens = 0usize;
+    for group in prompt_groups(prompts) {
+        let mut new_group = true;
+        for i in group {
+            let prompt = prompts[i].len().saturating_sub(1);
+            let cost = response_lens[i]
+                + 1
+                + if share_prompts && !new_group {
+                    0
+                } else {
+                    prompt
+                };
+            if !current.is_empty()
+                && (current.len() == max_seqs || (max_tokens > 0 && tokens + cost > max_tokens))
+            {
+                out.push(std::mem::take(&mut current));
+                tokens = 0;
+                if share_prompts && !new_group {
+                    // The group goes on in a new micro-batch, which computes its prompt again.
+                    tokens += prompt;
+                }
+            }
+            new_group = false;
+            tokens += cost;
             current.push(i);
         }
     }

@@ -1,4 +1,7 @@
-use super::{importance_of, micro_batch_plan, micro_batches, shared_micro_batch_plan};
+use super::{
+    importance_of, micro_batch_plan, micro_batches, packed_micro_batch_plan,
+    shared_micro_batch_plan,
+};
 use rl_loss::IsCorrection;
 
 /// By hand: lengths 3, 5, 2, 8, 1 with a budget of 10 padded tokens. [3, 5] pads to 2 × 5 =
@@ -163,5 +166,36 @@ fn shared_prompt_micro_batches_keep_groups_together() {
     assert_eq!(
         shared_micro_batch_plan(&prompts, &responses, 64, 8),
         vec![vec![0, 2], vec![5], vec![1], vec![4], vec![3]]
+    );
+}
+
+/// Packed micro-batches on the rows of the test above (prompts A, B, A, C, B, A: 2, 1, 2, 3, 1, 2
+/// prefix tokens; suffixes of 3, 4, 2, 5, 3, 3 tokens), taken group by group: 0, 2, 5 | 1, 4 | 3.
+/// Shared, a budget of 13 tokens: A's rows cost 2 + 3 + 2 + 3 = 10; B's first row (1 + 4) would
+/// make 15, so B starts a micro-batch (1 + 4 + 3 = 8), and C (3 + 5) would make 16, so C is
+/// alone. Unshared, every row pays its prefix (A's rows 5, 4, 5; B's 5, 4; C's 8): 0, 2 (9; 5
+/// more would make 14), then 5, 1 (10; 4 more would make 14), then 4, 3 (12). A budget of 6
+/// splits every group, and a micro-batch that goes on with a group computes its prompt again
+/// (A: 5; 2 + 2 = 4, 3 more would make 7; 2 + 3 = 5).
+#[test]
+fn packed_micro_batches_count_computed_tokens() {
+    let (a, b, c): (&[u32], &[u32], &[u32]) = (&[1, 2, 3], &[4, 5], &[6, 7, 8, 9]);
+    let prompts = [a, b, a, c, b, a];
+    let responses = [2, 3, 1, 4, 2, 2];
+    assert_eq!(
+        packed_micro_batch_plan(&prompts, &responses, true, 64, 13),
+        vec![vec![0, 2, 5], vec![1, 4], vec![3]]
+    );
+    assert_eq!(
+        packed_micro_batch_plan(&prompts, &responses, false, 64, 13),
+        vec![vec![0, 2], vec![5, 1], vec![4, 3]]
+    );
+    assert_eq!(
+        packed_micro_batch_plan(&prompts, &responses, true, 64, 6),
+        vec![vec![0], vec![2], vec![5], vec![1], vec![4], vec![3]]
+    );
+    assert_eq!(
+        packed_micro_batch_plan(&prompts, &responses, true, 4, 0),
+        vec![vec![0, 2, 5, 1], vec![4, 3]]
     );
 }
