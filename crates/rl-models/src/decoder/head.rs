@@ -384,6 +384,16 @@ pub(super) fn check_temperature(temperature: f32) -> Result<(), ModelError> {
     }
 }
 
+/// A log-prob window is at least one position wide.
+pub(super) fn check_width(width: usize) -> Result<(), ModelError> {
+    if width == 0 {
+        return Err(ModelError::InvalidInput(
+            "the log-prob window must be at least 1 position wide".to_string(),
+        ));
+    }
+    Ok(())
+}
+
 /// The flattened hidden-state rows of a window of `width` positions from `starts[row]` in a
 /// `[b, l]` batch (row `row * l + t` predicts flattened token `row * l + t + 1`), and the rows of
 /// their next tokens; errors when a window does not fit.
@@ -399,11 +409,7 @@ pub(super) fn window_index(
             starts.len()
         )));
     }
-    if width == 0 {
-        return Err(ModelError::InvalidInput(
-            "the log-prob window must be at least 1 position wide".to_string(),
-        ));
-    }
+    check_width(width)?;
     // Positions that predict a next token: 0 ..= l - 2.
     let predicting = l.saturating_sub(1);
     if let Some((row, &s)) = starts

@@ -55,11 +55,11 @@ impl Segments {
         self.of_token[i]
     }
 
-    /// Position ids of a `[batch, seq_len]` layout: a token's segment base plus the real tokens
-    /// of its segment before it in the row; 0 for padding.
-    pub(super) fn positions(&self, batch: usize, seq_len: usize) -> Vec<usize> {
+    /// Position ids of the tokens (row-major): a token's segment base plus the real tokens of its
+    /// segment before it; 0 for padding.
+    pub(super) fn positions(&self) -> Vec<usize> {
         let mut seen = vec![0usize; self.parent.len()];
-        let mut out = Vec::with_capacity(batch * seq_len);
+        let mut out = Vec::with_capacity(self.of_token.len());
         for &s in &self.of_token {
             if s == u32::MAX {
                 out.push(0);
@@ -308,7 +308,7 @@ mod tests {
             AttentionMask::packed(2, 7, &seg, vec![None, Some(0), Some(0), None, None]).unwrap();
         let s = m.segments.as_ref().unwrap();
         assert_eq!(
-            s.positions(2, 7),
+            s.positions(),
             vec![0, 1, 2, 3, 4, 3, 0, 0, 1, 0, 1, 2, 0, 0]
         );
         assert!(s.sees(1, 0) && s.sees(2, 0) && s.sees(1, 1));

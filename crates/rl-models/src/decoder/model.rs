@@ -207,7 +207,7 @@ impl<B: Backend> CausalLm<B> {
         // position = (real tokens before, including this one) - 1, clamped at 0 for padding;
         // in packed rows, counted within the sequence (`Segments::positions`).
         let positions: Vec<f32> = match segments {
-            Some(s) => s.positions(b, l).into_iter().map(|p| p as f32).collect(),
+            Some(s) => s.positions().into_iter().map(|p| p as f32).collect(),
             None => {
                 let mut positions = Vec::with_capacity(b * l);
                 for row in 0..b {

@@ -22,7 +22,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::CausalLm;
-use super::head::check_temperature;
+use super::head::{check_temperature, check_width};
 use super::mask::AttentionMask;
 use super::shared_prompt::PromptGroups;
 use super::train_pass::{MemoryPlan, WindowPass};
@@ -156,11 +156,7 @@ impl<B: AutodiffBackend> CausalLm<B> {
     ) -> Result<WindowPass<B>, ModelError> {
         self.check_host_windows(seqs, starts)?;
         check_temperature(temperature)?;
-        if width == 0 {
-            return Err(ModelError::InvalidInput(
-                "the log-prob window must be at least 1 position wide".to_string(),
-            ));
-        }
+        check_width(width)?;
         let layout = PackedLayout::of(seqs, starts, plan.shared_prompts);
         let [p, l] = [layout.rows, layout.row_len];
         let mask = AttentionMask::packed(p, l, &layout.segment, layout.parent.clone())?;

@@ -23,6 +23,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
 use super::CausalLm;
+use super::head::check_width;
 use super::mask::AttentionMask;
 use crate::error::ModelError;
 
@@ -86,11 +87,7 @@ impl<B: Backend> CausalLm<B> {
         groups: &PromptGroups,
     ) -> Result<SharedRows<B>, ModelError> {
         self.check_host_windows(seqs, starts)?;
-        if width == 0 {
-            return Err(ModelError::InvalidInput(
-                "the log-prob window must be at least 1 position wide".to_string(),
-            ));
-        }
+        check_width(width)?;
         let device = self.device();
         let b = seqs.len();
 
