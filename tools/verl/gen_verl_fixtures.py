@@ -1,12 +1,17 @@
-"""Fixtures from verl's own code for REINFORCE++ (rl-advantage) and CISPO (rl-loss).
+"""Fixtures from verl's own code for REINFORCE++ and GAE (rl-advantage), CISPO and PPO's value
+loss (rl-loss).
 
 Calls, from the installed verl 0.9.1 (`verl/trainer/ppo/core_algos.py`):
   * compute_reinforce_plus_plus_outcome_advantage           (adv_estimator=reinforce_plus_plus)
   * compute_reinforce_plus_plus_baseline_outcome_advantage  (adv_estimator=reinforce_plus_plus_baseline)
+  * compute_gae_advantage_return                            (adv_estimator=gae)
   * compute_policy_loss_cispo                               (policy_loss.loss_mode=cispo)
+  * compute_value_loss                                      (the critic's clipped value loss)
 on seeded inputs, in float64, and writes
   crates/rl-advantage/tests/data/reinforce_pp_verl.json
+  crates/rl-advantage/tests/data/gae_verl.json
   crates/rl-loss/tests/data/cispo_verl.json
+  crates/rl-loss/tests/data/value_loss_verl.json
 
 REINFORCE++ inputs are outcome rewards as verl's reward managers write them (the sequence's score
 on its last response token, zeros elsewhere), response masks (optionally with holes: the
@@ -42,6 +47,8 @@ from verl.workers.config import ActorConfig
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ADV_OUT = ROOT / "crates/rl-advantage/tests/data/reinforce_pp_verl.json"
 LOSS_OUT = ROOT / "crates/rl-loss/tests/data/cispo_verl.json"
+GAE_OUT = ROOT / "crates/rl-advantage/tests/data/gae_verl.json"
+VALUE_OUT = ROOT / "crates/rl-loss/tests/data/value_loss_verl.json"
 DT = torch.float64
 
 
@@ -277,9 +284,140 @@ def cispo_fixtures():
     }
 
 
+# --------------------------------------------------------------------------------------------
+# GAE (PPO's advantages from a critic)
+# --------------------------------------------------------------------------------------------
+
+
+def gae_case(name, rng, lengths, gamma, lam, holes=False, kl_coef=0.0, reward_kind="pm1"):
+    """Token rewards as verl's PPO builds them: the outcome score on the last response token, minus
+    kl_coef times a per-token KL estimate on every response token when the KL is in the reward
+    (`use_kl_in_reward`); critic values everywhere, padding included (garbage a correct GAE
+    ignores); masks with observation holes when `holes`."""
+    n = len(lengths)
+    t_max = max(lengths) * (3 if holes else 1) + 3
+    masks = [make_mask(rng, length, t_max, holes)[0] for length in lengths]
+    mask = torch.tensor(masks, dtype=DT)
+    values = torch.tensor(rng.normal(0.2, 0.8, (n, t_max)), dtype=DT)
+    if reward_kind == "pm1":
+        scores = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+    else:
+        scores = rng.normal(0.0, 1.5, n)
+    tlr = torch.zeros(n, t_max, dtype=DT)
+    ends = []
+    for i, row in enumerate(masks):
+        last = max(k for k, m in enumerate(row) if m == 1)
+        ends.append(last + 1)
+        tlr[i, last] = float(scores[i])
+    if kl_coef:
+        tlr = tlr - kl_coef * torch.tensor(rng.uniform(-0.05, 0.3, (n, t_max)), dtype=DT) * mask
+    adv, ret = core_algos.compute_gae_advantage_return(
+        token_level_rewards=tlr, values=values, response_mask=mask,
+        gamma=torch.tensor(gamma, dtype=DT), lam=torch.tensor(lam, dtype=DT),
+    )
+    responses = []
+    for i in range(n):
+        e = ends[i]
+        responses.append({
+            "rewards": [r(x) for x in tlr[i, :e].tolist()],
+            "values": [r(x) for x in values[i, :e].tolist()],
+            "mask": [bool(m) for m in masks[i][:e]],
+            # verl whitens every column; only the masked-in ones reach a loss.
+            "advantages": [r(x) if m else None for x, m in zip(adv[i, :e].tolist(), masks[i][:e])],
+            "returns": [r(x) for x in ret[i, :e].tolist()],
+        })
+    return {"name": name, "gamma": gamma, "lam": lam, "responses": responses}
+
+
+def gae_fixtures():
+    rng = np.random.default_rng(20261207)
+    cases = [
+        gae_case("defaults_outcome", rng, [5, 9, 2, 7, 12, 1], 1.0, 1.0),
+        gae_case("gamma_lam_below_one", rng, [8, 3, 15, 6], 0.99, 0.95),
+        gae_case("strong_discount", rng, [10, 4, 7], 0.7, 0.5, reward_kind="normal"),
+        gae_case("multi_turn_holes", rng, [6, 9, 4, 11], 0.95, 0.9, holes=True),
+        gae_case("holes_defaults", rng, [7, 5, 8], 1.0, 1.0, holes=True),
+        gae_case("kl_in_reward", rng, [9, 4, 6, 13, 2], 1.0, 0.95, kl_coef=0.05),
+        gae_case("lam_zero_td", rng, [6, 3, 5], 0.9, 0.0, holes=True, reward_kind="normal"),
+    ]
+    return {
+        "source": f"verl {verl.__version__} verl/trainer/ppo/core_algos.py: compute_gae_advantage_return "
+        "(values at padding columns random; advantages of masked-out tokens omitted: verl whitens them, "
+        "no loss reads them), float64",
+        "command": "$HOME/.cache/rlvr-trl/venv/bin/python tools/verl/gen_verl_fixtures.py",
+        "cases": cases,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# PPO's clipped value loss
+# --------------------------------------------------------------------------------------------
+
+
+def value_case(name, rng, lengths, t_max, cliprange, spread, agg="token-mean", rows=None):
+    n = len(lengths)
+    mask = torch.zeros(n, t_max, dtype=DT)
+    for i, length in enumerate(lengths):
+        mask[i, :length] = 1.0
+    old = torch.tensor(rng.normal(0.0, 1.0, (n, t_max)), dtype=DT) * mask
+    vpred = (old + torch.tensor(rng.uniform(-spread, spread, (n, t_max)), dtype=DT)) * mask
+    returns = torch.tensor(rng.normal(0.3, 1.2, (n, t_max)), dtype=DT) * mask
+    global_tokens = int(mask.sum().item())
+    global_seqs = int((mask.sum(-1) > 0).sum().item())
+    sel = list(range(n)) if rows is None else rows
+    vp = vpred[sel].clone().requires_grad_(True)
+    loss, clipfrac = core_algos.compute_value_loss(
+        vpreds=vp, returns=returns[sel], values=old[sel], response_mask=mask[sel],
+        cliprange_value=cliprange, loss_agg_mode=agg,
+        batch_num_tokens=global_tokens, global_batch_size=global_seqs,
+    )
+    loss.backward()
+
+    def rows_of(t):
+        return [[r(x) for x in row] for row in t.tolist()]
+
+    return {
+        "name": name,
+        "cliprange_value": cliprange,
+        "aggregation": agg,
+        "lengths": [lengths[i] for i in sel],
+        "global_tokens": global_tokens,
+        "global_sequences": global_seqs,
+        "vpreds": rows_of(vpred[sel]),
+        "old_values": rows_of(old[sel]),
+        "returns": rows_of(returns[sel]),
+        "loss": r(loss.item()),
+        "grad_vpreds": rows_of(vp.grad * mask[sel]),
+        "clipfrac": r(clipfrac.item()),
+    }
+
+
+def value_fixtures():
+    rng = np.random.default_rng(60210)
+    lengths = [7, 3, 5, 1, 6, 4]
+    cases = [
+        # verl's default critic.cliprange_value = 0.5; predictions moved up to ±1.2 from the old values.
+        value_case("verl_default_clip", rng, lengths, 8, 0.5, 1.2),
+        # Predictions inside the clip range: the loss is 0.5·(v − R)², token-mean.
+        value_case("unclipped", rng, lengths, 8, 0.5, 0.1),
+        # A tight clip: most tokens take the clipped branch where it is larger.
+        value_case("tight_clip", rng, lengths, 8, 0.05, 0.8),
+        # A micro-batch of rows 0, 3, 5 normalised by the whole batch's token count.
+        value_case("micro_batch_global_counts", rng, lengths, 8, 0.5, 1.2, rows=[0, 3, 5]),
+        value_case("seq_mean_token_mean", rng, lengths, 8, 0.2, 0.8, agg="seq-mean-token-mean"),
+    ]
+    return {
+        "source": f"verl {verl.__version__} verl/trainer/ppo/core_algos.py: compute_value_loss "
+        "(agg_loss with the whole batch's token and sequence counts), gradient by torch autograd, float64",
+        "command": "$HOME/.cache/rlvr-trl/venv/bin/python tools/verl/gen_verl_fixtures.py",
+        "cases": cases,
+    }
+
+
 def main():
     torch.set_default_dtype(DT)
-    for path, data in [(ADV_OUT, reinforce_fixtures()), (LOSS_OUT, cispo_fixtures())]:
+    for path, data in [(ADV_OUT, reinforce_fixtures()), (LOSS_OUT, cispo_fixtures()),
+                       (GAE_OUT, gae_fixtures()), (VALUE_OUT, value_fixtures())]:
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(data, separators=(",", ":")) + "\n"
         path.write_text(text)

@@ -53,4 +53,30 @@ pub enum AdvantageError {
         /// Teacher log-probs.
         teacher: usize,
     },
+    /// A response whose per-token inputs differ in length.
+    #[error(
+        "response {response}: {rewards} token rewards, {values} values and {mask} mask entries (one each per token)"
+    )]
+    TokenInputMismatch {
+        /// The response's index in the batch.
+        response: usize,
+        /// Number of token rewards.
+        rewards: usize,
+        /// Number of values.
+        values: usize,
+        /// Number of mask entries.
+        mask: usize,
+    },
+    /// A NaN or infinite per-token input.
+    #[error("response {response}, token {token}: {what} is not finite ({value})")]
+    NonFiniteToken {
+        /// The response's index in the batch.
+        response: usize,
+        /// The token's position in the response.
+        token: usize,
+        /// Which input (`reward` or `value`).
+        what: &'static str,
+        /// The value.
+        value: f64,
+    },
 }

@@ -52,6 +52,12 @@
 //! A_t = w·Â + c·(log π_T(y_t) − log π_S(y_t)) (the sampled-token reverse-KL estimate, negated),
 //! composed with any estimator's outcome advantage Â ([`distill::DistillSignal`]).
 //!
+//! ## PPO's advantages from a critic ([`gae`])
+//!
+//! Per-token generalized advantage estimation from a value model's predictions, γ and λ,
+//! skipping observation tokens, then whitened over the batch's tokens, as verl's `gae` estimator
+//! computes them; the returns are the critic's targets ([`gae::Gae::batch`]).
+//!
 //! ## Theory ([`theory`])
 //!
 //! Theorem 3.1 of DA3PO: under DAPO's dynamic sampling, a response with true success rate p has
@@ -75,6 +81,7 @@ mod daa;
 pub mod distill;
 mod error;
 mod estimator;
+pub mod gae;
 mod group;
 mod sample;
 pub mod theory;

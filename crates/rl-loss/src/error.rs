@@ -34,4 +34,7 @@ pub enum LossError {
     /// The configuration needs an input that was not given.
     #[error("missing input `{0}` (required by the loss configuration)")]
     MissingInput(&'static str),
+    /// A tensor read from the device that did not convert.
+    #[error("reading a tensor from the device: {0}")]
+    Data(String),
 }

@@ -50,6 +50,11 @@
 //! teacher's full next-token distributions, per position, summed in vocabulary chunks, with a
 //! closed-form gradient; β = 1 is the reverse KL. Aggregate it like a per-token loss.
 //!
+//! ## PPO's value loss ([`value_loss`])
+//!
+//! The critic's clipped regression on GAE returns, ℓ = ½·max((v − R)², (clip(v, v_old ± ε) − R)²)
+//! per token, aggregated like the policy loss; equal to verl's `compute_value_loss`.
+//!
 //! ## Importance-sampling correction ([`IsCorrection`])
 //!
 //! For rollouts from an engine whose log-probs π_rollout differ from π_old: truncated token
@@ -64,6 +69,7 @@ mod is_correction;
 mod kl;
 mod loss;
 mod metrics;
+mod value;
 
 pub use aggregate::{GlobalCounts, aggregate};
 pub use config::{
@@ -81,3 +87,4 @@ pub use loss::{
 };
 pub use metrics::LossMetrics;
 pub use rl_core::{InvalidValue, UnknownName};
+pub use value::{DEFAULT_CLIPRANGE_VALUE, ValueLossOutput, value_loss};

@@ -226,7 +226,7 @@ pub fn per_token_policy_loss<B: Backend>(
     }
 }
 
-fn check_shape<B: Backend, K>(
+pub(crate) fn check_shape<B: Backend, K>(
     name: &'static str,
     t: &Tensor<B, 2, K>,
     expected: [usize; 2],

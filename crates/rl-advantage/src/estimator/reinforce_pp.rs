@@ -17,7 +17,7 @@ pub const REINFORCE_PP_WHITEN_EPS: f64 = 1e-8;
 /// get 0 (verl multiplies by the mask). Fewer than 2 tokens, or values equal within `equal_tol`
 /// over the responses with tokens, give exactly 0 everywhere (verl raises on fewer than 2
 /// tokens, and turns an all-equal batch into values of order 1e-4·|v|/N).
-pub(super) fn verl_masked_whiten(values: &mut [f64], weights: &[f64], equal_tol: f64) {
+pub(crate) fn verl_masked_whiten(values: &mut [f64], weights: &[f64], equal_tol: f64) {
     let n: f64 = weights.iter().sum();
     let (lo, hi) = values
         .iter()

@@ -8,7 +8,7 @@
 use burn::prelude::*;
 use rl_loss::{
     Aggregation, GlobalCounts, KlConfig, KlEstimator, LossConfig, LossError, LossInput, PolicyLoss,
-    aggregate, compute_loss, generalized_jsd, kl_per_token, mask_from_lengths,
+    aggregate, compute_loss, generalized_jsd, kl_per_token, mask_from_lengths, value_loss,
 };
 
 fn t2(v: &[f32], shape: [usize; 2]) -> Tensor<B, 2> {
@@ -851,4 +851,126 @@ fn generalized_jsd_rejects_bad_settings() {
     assert!(generalized_jsd(a(), a(), 0.5, 0.0, 2).is_err());
     assert!(generalized_jsd(a(), a(), 0.5, f64::NAN, 2).is_err());
     assert!(generalized_jsd(a(), a(), 0.5, 1.0, 0).is_err());
+}
+
+#[derive(serde::Deserialize)]
+struct ValueFixture {
+    source: String,
+    cases: Vec<ValueCase>,
+}
+
+#[derive(serde::Deserialize)]
+struct ValueCase {
+    name: String,
+    cliprange_value: f64,
+    aggregation: String,
+    lengths: Vec<usize>,
+    global_tokens: usize,
+    global_sequences: usize,
+    vpreds: Vec<Vec<f32>>,
+    old_values: Vec<Vec<f32>>,
+    returns: Vec<Vec<f32>>,
+    loss: f32,
+    grad_vpreds: Vec<Vec<f32>>,
+    clipfrac: f64,
+}
+
+/// PPO's clipped value loss equals verl 0.9.1's `compute_value_loss` (fixtures:
+/// `tools/verl/gen_verl_fixtures.py`, float64) in value, gradient with respect to the predictions
+/// (torch autograd) and clip fraction: verl's default clip range 0.5 with predictions moved up to
+/// ±1.2, predictions inside the range (the plain ½(v − R)²), a tight range 0.05, a micro-batch of
+/// 3 of 6 sequences normalised by the whole batch's token count, and seq-mean-token-mean.
+/// Tolerance: `TOL.sum` relative (f32 against float64); the clip fraction exactly (a count).
+#[test]
+fn value_loss_matches_verl() {
+    let f: ValueFixture = serde_json::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/value_loss_verl.json"
+    )))
+    .unwrap();
+    assert!(f.source.contains("compute_value_loss"), "{}", f.source);
+    assert_eq!(f.cases.len(), 5);
+    let mut clipped_somewhere = false;
+    for case in &f.cases {
+        let n = case.lengths.len();
+        let t = case.vpreds[0].len();
+        let flat = |v: &Vec<Vec<f32>>| -> Vec<f32> { v.iter().flatten().copied().collect() };
+        let values = t2(&flat(&case.vpreds), [n, t]).require_grad();
+        let aggregation = match case.aggregation.as_str() {
+            "token-mean" => Aggregation::TokenMean,
+            "seq-mean-token-mean" => Aggregation::SeqMeanTokenMean,
+            other => panic!("{other}"),
+        };
+        let out = value_loss(
+            values.clone(),
+            t2(&flat(&case.old_values), [n, t]),
+            t2(&flat(&case.returns), [n, t]),
+            mask_from_lengths::<B>(&case.lengths, t, &dev()),
+            case.cliprange_value,
+            aggregation,
+            GlobalCounts {
+                tokens: case.global_tokens,
+                sequences: case.global_sequences,
+            },
+        )
+        .unwrap();
+        let l = scalar(out.loss.clone());
+        let g = vec2(values.grad(&out.loss.backward()).unwrap());
+        assert!(close(l, case.loss, TOL.sum), "{}: loss {l} vs verl {}", case.name, case.loss);
+        for (k, (a, b)) in g.iter().zip(flat(&case.grad_vpreds)).enumerate() {
+            assert!(
+                close(*a, b, TOL.sum),
+                "{} [{}, {}]: grad {a} vs verl {b}",
+                case.name,
+                k / t,
+                k % t
+            );
+        }
+        let frac = out.clipped as f64 / out.tokens as f64;
+        assert!(
+            (frac - case.clipfrac).abs() < 1e-6,
+            "{}: {}/{} vs verl {}",
+            case.name,
+            out.clipped,
+            out.tokens,
+            case.clipfrac
+        );
+        clipped_somewhere |= out.clipped > 0;
+    }
+    assert!(clipped_somewhere, "no case exercises the clip");
+}
+
+/// Bad settings and shapes are errors that name the input; padding may hold NaN.
+#[test]
+fn value_loss_rejects_bad_inputs_and_ignores_padding() {
+    let mask = mask_from_lengths::<B>(&[2, 1], 3, &dev());
+    let counts = GlobalCounts::from_lengths(&[2, 1]);
+    let nan = f32::NAN;
+    let v = t2(&[0.5, 1.0, nan, -0.25, nan, nan], [2, 3]);
+    let old = t2(&[0.5, 0.0, nan, 0.0, nan, nan], [2, 3]);
+    let ret = t2(&[1.5, 1.0, nan, 0.25, nan, nan], [2, 3]);
+    // ½·max((v − R)², (clip − R)²) by hand: token 1 has clip(1.0, −0.5, 0.5) = 0.5, so
+    // max(0, 0.25) = 0.25; tokens 0 and 2 are inside the range: 1.0 and 0.25.
+    // Token-mean: ½·(1.0 + 0.25 + 0.25)/3 = 0.25.
+    let out = value_loss(
+        v.clone(),
+        old.clone(),
+        ret.clone(),
+        mask.clone(),
+        0.5,
+        Aggregation::TokenMean,
+        counts,
+    )
+    .unwrap();
+    assert!(close(scalar(out.loss), 0.25, TOL.value));
+    assert_eq!((out.clipped, out.tokens), (1, 3));
+    let e = value_loss(v.clone(), old.clone(), ret.clone(), mask.clone(), 0.0, Aggregation::TokenMean, counts)
+        .unwrap_err();
+    assert!(e.to_string().contains("cliprange_value"), "{e}");
+    let e = value_loss(t2(&[0.0; 4], [2, 2]), old.clone(), ret.clone(), mask.clone(), 0.5, Aggregation::TokenMean, counts)
+        .unwrap_err();
+    assert!(e.to_string().contains("`values`"), "{e}");
+    let e = value_loss(v, old, ret, mask, 0.5, Aggregation::TokenMean, GlobalCounts { tokens: 2, sequences: 2 })
+        .unwrap_err();
+    assert!(matches!(e, LossError::Counts { .. }), "{e}");
 }
