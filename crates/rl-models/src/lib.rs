@@ -82,7 +82,8 @@ mod tokenizer_source;
 
 pub use decoder::{
     AttentionMask, CausalLm, Checkpointing, ComputeDtype, KvCache, LoraConfig, MemoryPlan,
-    ModelConfig, PackedLayout, PromptGroups, RopeScaling, SlidingWindow, WindowPass,
+    ModelConfig, PackedLayout, PromptGroups, RopeScaling, ScoreKind, ScoreModel, SlidingWindow,
+    WindowPass,
 };
 pub use error::{ModelError, TokenizerError};
 pub use families::Family;

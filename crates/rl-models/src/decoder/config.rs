@@ -176,6 +176,13 @@ pub(crate) fn invalid(field: &'static str, value: &Value, expected: &str) -> Mod
     }
 }
 
+/// The line of the first `"field"` key in a JSON text, for error messages.
+pub(crate) fn line_of(text: &str, field: &str) -> Option<usize> {
+    let key = format!("\"{field}\"");
+    let at = text.find(&key)?;
+    Some(text[..at].matches('\n').count() + 1)
+}
+
 /// A missing required field.
 pub(crate) fn missing(field: &'static str) -> ModelError {
     ModelError::InvalidConfig {

@@ -8,7 +8,7 @@ use burn::tensor::activation::{silu, softmax};
 use burn::tensor::backend::Backend;
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{DType, FloatDType, Tensor};
+use burn::tensor::{DType, FloatDType, Tensor, TensorData};
 
 use super::family::Activation;
 use super::kv_cache::{CACHE_TAIL, CacheWrite, LayerCache};
@@ -30,6 +30,22 @@ pub struct Linear<B: Backend> {
 }
 
 impl<B: Backend> Linear<B> {
+    /// A plain layer from row-major `[out, in]` weight values and an optional `[out]` bias.
+    pub(crate) fn from_values(
+        weight: Vec<f32>,
+        shape: [usize; 2],
+        bias: Option<Vec<f32>>,
+        device: &B::Device,
+    ) -> Self {
+        let out = shape[0];
+        Self {
+            weight: Param::from_tensor(Tensor::from_data(TensorData::new(weight, shape), device)),
+            bias: bias
+                .map(|b| Param::from_tensor(Tensor::from_data(TensorData::new(b, [out]), device))),
+            lora: None,
+        }
+    }
+
     /// `x W^T` for `x: [m, in]`, plus the adapter's `s · (x Aᵀ) Bᵀ` when there is one, plus the
     /// bias when there is one (added last, as PyTorch's `F.linear` + PEFT's `lora.Linear` do).
     /// The weight is used in `x`'s dtype (cast from the f32 master under bf16 compute).

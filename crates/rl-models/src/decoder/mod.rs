@@ -33,6 +33,7 @@ mod matmul;
 mod model;
 mod packing;
 mod rope;
+mod score_model;
 mod shared_prompt;
 mod train_pass;
 mod weights;
@@ -47,6 +48,7 @@ pub use lora::{ADAPTER_CONFIG, ADAPTER_WEIGHTS, LORA_TARGETS, LoraAdapter, LoraC
 pub use mask::AttentionMask;
 pub use model::CausalLm;
 pub use packing::PackedLayout;
+pub use score_model::{ScoreKind, ScoreModel};
 pub use shared_prompt::PromptGroups;
 pub use train_pass::{Checkpointing, MemoryPlan, WindowPass};
 pub use weights::HfTensor;

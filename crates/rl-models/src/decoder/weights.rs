@@ -29,7 +29,7 @@ pub(crate) trait WeightSource {
     fn origin(&self, name: &str) -> PathBuf;
 }
 
-struct FileSource<'a>(&'a WeightFiles);
+pub(crate) struct FileSource<'a>(pub(crate) &'a WeightFiles);
 
 impl WeightSource for FileSource<'_> {
     fn take(&mut self, name: &str, _shape: &[usize]) -> Result<Vec<f32>, ModelError> {
@@ -265,6 +265,97 @@ impl<B: Backend> Builder<'_, B> {
     }
 }
 
+/// The files of a decoder body (`model.*`, as the config's family lays it out) with the heads
+/// `required` (e.g. an untied `lm_head.weight`, a reward model's `score.weight`) and `optional`
+/// (read if stored, e.g. a tied model's `lm_head.weight`). The tensor count the config implies is
+/// compared with the files' first, so a config that claims more layers than the files hold fails
+/// without allocating for them.
+pub(crate) fn check_body_and_heads(
+    config: &ModelConfig,
+    config_path: &Path,
+    files: &WeightFiles,
+    required: &[(String, Vec<usize>)],
+    optional: &[(String, Vec<usize>)],
+) -> Result<(), ModelError> {
+    let needed = config
+        .num_hidden_layers
+        .checked_mul(tensors_per_layer(config))
+        .and_then(|n| n.checked_add(2 + required.len()));
+    // A whole layer or more short: the config and the checkpoint disagree on the model's size,
+    // which one missing tensor name would hide.
+    let short_by_a_layer = |n: usize| n >= files.entries.len() + tensors_per_layer(config);
+    if needed.is_none_or(short_by_a_layer) {
+        return Err(ModelError::ConfigMismatch {
+            config: config_path.to_path_buf(),
+            field: "num_hidden_layers",
+            message: format!(
+                "{} layers of the {} family need {} tensors; the checkpoint ({}) holds {}",
+                config.num_hidden_layers,
+                config.family,
+                needed.map_or("more than 2^64".to_string(), |n| n.to_string()),
+                files.describe(),
+                files.entries.len()
+            ),
+        });
+    }
+    let mut expected: Vec<(String, Vec<usize>)> = expected_tensors(config)
+        .into_iter()
+        .filter(|(name, _)| name != "lm_head.weight")
+        .collect();
+    expected.extend(required.iter().cloned());
+    expected.extend(optional.iter().cloned());
+    check_files(files, config_path, &expected, optional)
+}
+
+/// Every tensor of `files` against `expected` (name, shape): an unknown name, another shape or a
+/// dtype other than f32/bf16/f16 is an error naming the tensor and its file, and so is a missing
+/// tensor unless it is listed in `optional`.
+pub(crate) fn check_files(
+    files: &WeightFiles,
+    config_path: &Path,
+    expected: &[(String, Vec<usize>)],
+    optional: &[(String, Vec<usize>)],
+) -> Result<(), ModelError> {
+    let allowed: std::collections::HashMap<&str, &[usize]> = expected
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.as_slice()))
+        .collect();
+    for (name, entry) in &files.entries {
+        let Some(shape) = allowed.get(name.as_str()) else {
+            return Err(ModelError::UnexpectedTensor {
+                file: files.files[entry.file].clone(),
+                tensor: name.clone(),
+            });
+        };
+        if entry.shape.as_slice() != *shape {
+            return Err(ModelError::ShapeMismatch {
+                file: files.files[entry.file].clone(),
+                config: Some(config_path.to_path_buf()),
+                tensor: name.clone(),
+                expected: shape.to_vec(),
+                found: entry.shape.clone(),
+            });
+        }
+        use safetensors::Dtype;
+        if !matches!(entry.dtype, Dtype::F32 | Dtype::BF16 | Dtype::F16) {
+            return Err(ModelError::UnsupportedDtype {
+                file: files.files[entry.file].clone(),
+                tensor: name.clone(),
+                dtype: format!("{:?}", entry.dtype),
+            });
+        }
+    }
+    for (name, _) in expected {
+        if !files.entries.contains_key(name) && !optional.iter().any(|(o, _)| o == name) {
+            return Err(ModelError::MissingTensor {
+                tensor: name.clone(),
+                searched: files.describe(),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl WeightSource for crate::gguf::GgufModel {
     fn take(&mut self, name: &str, _shape: &[usize]) -> Result<Vec<f32>, ModelError> {
         self.read_hf(name)
@@ -397,78 +488,23 @@ impl<B: Backend> CausalLm<B> {
         Self::build(config, &mut FileSource(&files), device)
     }
 
-    /// Every tensor of the files against the config: names, shapes and dtypes. The tensor count
-    /// the config implies is compared with the files' before the expected list is built, so a
-    /// config that claims more layers than the files hold fails without allocating for them.
+    /// Every tensor of the files against the config: names, shapes and dtypes (a stored
+    /// `lm_head.weight` of a tied model is accepted, checked and ignored, as HF does).
     fn check_tensors(
         config: &ModelConfig,
         config_path: &Path,
         files: &WeightFiles,
     ) -> Result<(), ModelError> {
-        let needed = config
-            .num_hidden_layers
-            .checked_mul(tensors_per_layer(config))
-            .and_then(|n| n.checked_add(2 + usize::from(!config.tie_word_embeddings)));
-        // A whole layer or more short: the config and the checkpoint disagree on the model's
-        // size, which one missing tensor name would hide.
-        let short_by_a_layer = |n: usize| n >= files.entries.len() + tensors_per_layer(config);
-        if needed.is_none_or(short_by_a_layer) {
-            return Err(ModelError::ConfigMismatch {
-                config: config_path.to_path_buf(),
-                field: "num_hidden_layers",
-                message: format!(
-                    "{} layers of the {} family need {} tensors; the checkpoint ({}) holds {}",
-                    config.num_hidden_layers,
-                    config.family,
-                    needed.map_or("more than 2^64".to_string(), |n| n.to_string()),
-                    files.describe(),
-                    files.entries.len()
-                ),
-            });
-        }
-        let expected = expected_tensors(config);
-        let mut allowed: std::collections::HashMap<&str, &[usize]> = expected
-            .iter()
-            .map(|(n, s)| (n.as_str(), s.as_slice()))
-            .collect();
-        let tied_head = [config.vocab_size, config.hidden_size];
-        if config.tie_word_embeddings {
-            allowed.insert("lm_head.weight", &tied_head);
-        }
-        for (name, entry) in &files.entries {
-            let Some(shape) = allowed.get(name.as_str()) else {
-                return Err(ModelError::UnexpectedTensor {
-                    file: files.files[entry.file].clone(),
-                    tensor: name.clone(),
-                });
-            };
-            if entry.shape.as_slice() != *shape {
-                return Err(ModelError::ShapeMismatch {
-                    file: files.files[entry.file].clone(),
-                    config: Some(config_path.to_path_buf()),
-                    tensor: name.clone(),
-                    expected: shape.to_vec(),
-                    found: entry.shape.clone(),
-                });
-            }
-            use safetensors::Dtype;
-            if !matches!(entry.dtype, Dtype::F32 | Dtype::BF16 | Dtype::F16) {
-                return Err(ModelError::UnsupportedDtype {
-                    file: files.files[entry.file].clone(),
-                    tensor: name.clone(),
-                    dtype: format!("{:?}", entry.dtype),
-                });
-            }
-        }
-        for (name, _) in &expected {
-            if !files.entries.contains_key(name) {
-                return Err(ModelError::MissingTensor {
-                    tensor: name.clone(),
-                    searched: files.describe(),
-                });
-            }
-        }
-        Ok(())
+        let head = (
+            "lm_head.weight".to_string(),
+            vec![config.vocab_size, config.hidden_size],
+        );
+        let (required, optional) = if config.tie_word_embeddings {
+            (Vec::new(), vec![head])
+        } else {
+            (vec![head], Vec::new())
+        };
+        check_body_and_heads(config, config_path, files, &required, &optional)
     }
 
     /// The parameters as HF tensors: `(name, shape, row-major f32 values)` in checkpoint order

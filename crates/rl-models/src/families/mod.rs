@@ -19,7 +19,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::decoder::ModelConfig;
-use crate::decoder::config::{Fields, invalid};
+use crate::decoder::config::{Fields, invalid, line_of};
 pub use crate::decoder::{FAMILIES, Family};
 use crate::error::ModelError;
 use common::common_hf;
@@ -66,13 +66,6 @@ pub(crate) fn to_hf(c: &ModelConfig) -> Value {
         Family::Gemma3 => gemma3::extend_hf(c, &mut map),
     }
     Value::Object(map)
-}
-
-/// The line of the first `"field"` key in a JSON text, for error messages.
-fn line_of(text: &str, field: &str) -> Option<usize> {
-    let key = format!("\"{field}\"");
-    let at = text.find(&key)?;
-    Some(text[..at].matches('\n').count() + 1)
 }
 
 impl ModelConfig {
