@@ -116,3 +116,16 @@ pub enum EngineError {
         message: String,
     },
 }
+
+/// `text` cut to at most `max` bytes at a character boundary, with `…` when cut: a server's
+/// reply quoted in an error.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut cut = max;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
+}

@@ -67,6 +67,8 @@ pub struct HttpClient {
     base: String,
     policy: RetryPolicy,
     agent: ureq::Agent,
+    /// `Authorization: Bearer <key>` on every request, when set.
+    api_key: Option<String>,
 }
 
 enum Attempt {
@@ -97,7 +99,14 @@ impl HttpClient {
             base: base.trim_end_matches('/').to_string(),
             policy,
             agent,
+            api_key: None,
         })
+    }
+
+    /// The same client sending `Authorization: Bearer <key>` with every request.
+    pub fn with_api_key(mut self, key: &str) -> Self {
+        self.api_key = Some(key.to_string());
+        self
     }
 
     /// The base URL.
@@ -243,14 +252,32 @@ impl HttpClient {
         attempts: usize,
     ) -> Attempt {
         let url = format!("{}{path}", self.base);
+        let auth = self.api_key.as_ref().map(|k| format!("Bearer {k}"));
         let result = match body {
-            Some(b) => self
-                .agent
-                .post(&url)
-                .header("Content-Type", "application/json")
-                .send(b.to_string().as_bytes()),
-            None if method == "GET" => self.agent.get(&url).call(),
-            None => self.agent.post(&url).send_empty(),
+            Some(b) => {
+                let mut r = self
+                    .agent
+                    .post(&url)
+                    .header("Content-Type", "application/json");
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.send(b.to_string().as_bytes())
+            }
+            None if method == "GET" => {
+                let mut r = self.agent.get(&url);
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.call()
+            }
+            None => {
+                let mut r = self.agent.post(&url);
+                if let Some(a) = &auth {
+                    r = r.header("Authorization", a);
+                }
+                r.send_empty()
+            }
         };
         let mut resp = match result {
             Ok(r) => r,
@@ -270,15 +297,7 @@ impl HttpClient {
             }
         };
         if status >= 400 {
-            let mut body = text;
-            if body.len() > 500 {
-                let mut cut = 500;
-                while !body.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                body.truncate(cut);
-                body.push('…');
-            }
+            let body = crate::error::clip(&text, 500);
             let e = EngineError::Status {
                 engine: self.engine.clone(),
                 url: self.base.clone(),

@@ -37,6 +37,7 @@
 mod engine;
 mod error;
 pub mod http;
+pub mod judge;
 pub mod llama_cpp;
 mod request;
 mod score;
@@ -47,6 +48,7 @@ pub mod vllm;
 pub use engine::{RolloutEngine, WeightsKind, WeightsRef, check_completions, staleness};
 pub use error::EngineError;
 pub use http::{HttpClient, RetryPolicy};
+pub use judge::{Judge, JudgeConfig, JudgeItem, JudgeRule, JudgeStats, Judgement, Verdict};
 pub use llama_cpp::{LLAMA_SERVER_LAUNCH, LlamaCppEngine};
 pub use request::{
     AnswerLine, Completion, FinishReason, GenerateRequest, SamplingParams, WeightVersion,
