@@ -55,6 +55,11 @@
 //! The critic's clipped regression on GAE returns, ℓ = ½·max((v − R)², (clip(v, v_old ± ε) − R)²)
 //! per token, aggregated like the policy loss; equal to verl's `compute_value_loss`.
 //!
+//! ## Reward models: the Bradley–Terry loss ([`bradley_terry`])
+//!
+//! −log σ(r_chosen − r_rejected − margin), mean over pairs, plus an optional centring term
+//! c·mean((r_c + r_r)²), as TRL's `RewardTrainer` computes it.
+//!
 //! ## Importance-sampling correction ([`IsCorrection`])
 //!
 //! For rollouts from an engine whose log-probs π_rollout differ from π_old: truncated token
@@ -62,6 +67,7 @@
 //! the host ([`sequence_weights`]) and applied to the per-token loss before aggregation.
 
 mod aggregate;
+mod bradley_terry;
 mod config;
 mod distill;
 mod error;
@@ -72,6 +78,7 @@ mod metrics;
 mod value;
 
 pub use aggregate::{GlobalCounts, aggregate};
+pub use bradley_terry::{PairLoss, bradley_terry};
 pub use config::{
     AGGREGATION_NAMES, Aggregation, KL_NAMES, KlConfig, KlEstimator, LossConfig, POLICY_LOSS_NAMES,
     PolicyLoss,

@@ -8,7 +8,8 @@
 use burn::prelude::*;
 use rl_loss::{
     Aggregation, GlobalCounts, KlConfig, KlEstimator, LossConfig, LossError, LossInput, PolicyLoss,
-    aggregate, compute_loss, generalized_jsd, kl_per_token, mask_from_lengths, value_loss,
+    aggregate, bradley_terry, compute_loss, generalized_jsd, kl_per_token, mask_from_lengths,
+    value_loss,
 };
 
 fn t2(v: &[f32], shape: [usize; 2]) -> Tensor<B, 2> {
@@ -973,4 +974,70 @@ fn value_loss_rejects_bad_inputs_and_ignores_padding() {
     let e = value_loss(v, old, ret, mask, 0.5, Aggregation::TokenMean, GlobalCounts { tokens: 2, sequences: 2 })
         .unwrap_err();
     assert!(matches!(e, LossError::Counts { .. }), "{e}");
+}
+
+#[derive(serde::Deserialize)]
+struct PairFixture {
+    source: String,
+    cases: Vec<PairCase>,
+}
+
+#[derive(serde::Deserialize)]
+struct PairCase {
+    name: String,
+    chosen: Vec<f32>,
+    rejected: Vec<f32>,
+    margin: Option<Vec<f32>>,
+    center_coefficient: Option<f64>,
+    loss: f32,
+    grad_chosen: Vec<f32>,
+    grad_rejected: Vec<f32>,
+    accuracy: f64,
+    mean_margin: f64,
+}
+
+/// The Bradley–Terry loss equals TRL 1.16's `RewardTrainer.compute_loss` (fixtures:
+/// `tools/trl/gen_reward_loss_fixtures.py`, float64) in value, in its gradient with respect to
+/// both scores and in TRL's logged accuracy and mean margin: plain pairs, per-pair margins,
+/// centring (0.01), both, ties (gradient −½ per pair through log σ(0)) and gaps of ±80 (the stable
+/// branch of log σ). Tolerance: `TOL.sum` relative (f32 against float64).
+#[test]
+fn bradley_terry_matches_trl() {
+    let f: PairFixture = serde_json::from_str(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/bradley_terry_trl.json"
+    )))
+    .unwrap();
+    assert!(f.source.contains("RewardTrainer.compute_loss"), "{}", f.source);
+    assert_eq!(f.cases.len(), 6);
+    let t1 = |v: &[f32]| Tensor::<B, 1>::from_data(TensorData::new(v.to_vec(), [v.len()]), &dev());
+    for case in &f.cases {
+        let chosen = t1(&case.chosen).require_grad();
+        let rejected = t1(&case.rejected).require_grad();
+        let out = bradley_terry(
+            chosen.clone(),
+            rejected.clone(),
+            case.margin.as_deref().map(t1),
+            case.center_coefficient,
+        )
+        .unwrap();
+        let l = scalar(out.loss.clone());
+        assert!(close(l, case.loss, TOL.sum), "{}: loss {l} vs TRL {}", case.name, case.loss);
+        let grads = out.loss.backward();
+        for (what, t, want) in [
+            ("chosen", &chosen, &case.grad_chosen),
+            ("rejected", &rejected, &case.grad_rejected),
+        ] {
+            let g: Vec<f32> = t.grad(&grads).unwrap().into_data().convert::<f32>().into_vec().unwrap();
+            for (k, (a, b)) in g.iter().zip(want).enumerate() {
+                assert!(close(*a, *b, TOL.sum), "{} d/d{what}[{k}]: {a} vs TRL {b}", case.name);
+            }
+        }
+        assert!((out.accuracy - case.accuracy).abs() < 1e-6, "{}", case.name);
+        assert!((out.mean_margin - case.mean_margin).abs() < 1e-5, "{}", case.name);
+    }
+    let e = bradley_terry(t1(&[1.0, 2.0]), t1(&[1.0]), None, None).unwrap_err();
+    assert!(e.to_string().contains("`rejected`"), "{e}");
+    let e = bradley_terry(t1(&[1.0]), t1(&[1.0]), None, Some(-1.0)).unwrap_err();
+    assert!(e.to_string().contains("center_rewards_coefficient"), "{e}");
 }
