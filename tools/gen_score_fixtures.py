@@ -26,12 +26,16 @@ test checks its tolerance is far below both.
 
 Run from the repository root (CPU only; deterministic: fixed seeds, 1 thread):
     ~/.cache/rlvr-trl/venv/bin/python tools/gen_score_fixtures.py
+Check a folder that rlvr saved (`ScoreModel::save`) from fixture NAME: transformers' Auto class
+must load it and give the fixture's reference scores:
+    ~/.cache/rlvr-trl/venv/bin/python tools/gen_score_fixtures.py --check DIR NAME
 Written with transformers 5.25.0, torch 2.15.0.
 """
 
 import json
 import os
 import shutil
+import sys
 
 import torch
 import transformers
@@ -165,5 +169,22 @@ def main():
         print(spec["name"], spec["cls"].__name__, "labels", cfg.num_labels, "sensitivity", sensitivity)
 
 
+def check(saved, name):
+    with open(os.path.join(OUT, name, "reference.json")) as f:
+        ref = json.load(f)
+    sequence = ref["kind"] == "sequence"
+    auto = AutoModelForSequenceClassification if sequence else AutoModelForTokenClassification
+    model = auto.from_pretrained(saved, dtype=torch.float32, attn_implementation="eager").eval()
+    ids = torch.tensor(ref["ids"])
+    mask = (torch.arange(ids.shape[1])[None, :] < torch.tensor(ref["lengths"])[:, None]).long()
+    got = scores(model, ids, mask, sequence)
+    delta = max_delta(got, ref["scores"])
+    print(f"{saved}: {type(model).__name__}, max |delta| {delta:.3g} against {name}'s reference")
+    assert delta < 1e-5, delta
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[1] == "--check":
+        check(sys.argv[2], sys.argv[3])
+    else:
+        main()

@@ -162,3 +162,101 @@ fn bad_score_models_and_inputs_are_typed_errors() {
     assert!(model.sequence_scores(ids.clone(), &[2, 0]).is_err());
     assert!(model.sequence_scores(ids, &[2]).is_err());
 }
+
+fn scores_of(model: &ScoreModel<B>, r: &Value) -> Vec<f32> {
+    let (ids, lengths) = ids_of(r);
+    let t = ids.dims()[1];
+    let mask = rl_models::AttentionMask::right_padded(&lengths, t).unwrap();
+    model
+        .token_scores(ids, Some(&mask))
+        .unwrap()
+        .into_data()
+        .into_vec()
+        .unwrap()
+}
+
+/// Every fixture saved and loaded back computes the same scores bit for bit and keeps its
+/// classifier class, label count, head bias and pad id. With `RLVR_SCORE_SAVES=DIR` the folders
+/// are also written to `DIR/<fixture>`, for `python tools/gen_score_fixtures.py --check DIR/NAME
+/// NAME`, which loads one in transformers against the fixture's reference scores.
+#[test]
+fn saved_score_models_load_back_unchanged() {
+    for name in [
+        "rm_llama_untied",
+        "rm_qwen3",
+        "rm_gemma3",
+        "vm_qwen2",
+        "vm_llama_nobias",
+    ] {
+        let r = reference(name);
+        let model = ScoreModel::<B>::load(fixture(name), &Default::default()).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("rl-models-score-save-")
+            .tempdir()
+            .unwrap();
+        model.save(dir.path()).unwrap();
+        if let Some(keep) = std::env::var_os("RLVR_SCORE_SAVES") {
+            model.save(PathBuf::from(keep).join(name)).unwrap();
+        }
+        let back = ScoreModel::<B>::load(dir.path(), &Default::default()).unwrap();
+        assert_eq!(scores_of(&model, &r), scores_of(&back, &r), "{name}");
+        let read = |p: PathBuf| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(p.join("config.json")).unwrap()).unwrap()
+        };
+        let (ours, hf) = (read(dir.path().to_path_buf()), read(fixture(name)));
+        for key in ["architectures", "model_type", "pad_token_id"] {
+            assert_eq!(ours[key], hf[key], "{name}: {key}");
+        }
+        assert_eq!(back.num_labels(), model.num_labels(), "{name}");
+        assert_eq!(
+            back.score.bias.is_some(),
+            model.score.bias.is_some(),
+            "{name}"
+        );
+    }
+}
+
+/// A reward model made from a causal LM: its decoder's hidden states, a seeded normal(0, 0.02)
+/// head (the same for the same seed, another for another), and a folder that loads back.
+#[test]
+fn a_score_model_starts_from_a_causal_lm() {
+    let lm_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llama_tied_gqa");
+    let lm = rl_models::CausalLm::<B>::load(&lm_dir, &Default::default()).unwrap();
+    let make = |seed| {
+        ScoreModel::from_causal_lm(lm.clone(), ScoreKind::Sequence, 1, Some(0), seed).unwrap()
+    };
+    let (a, b, c) = (make(5), make(5), make(6));
+    let w =
+        |m: &ScoreModel<B>| -> Vec<f32> { m.score.weight.val().into_data().into_vec().unwrap() };
+    assert_eq!(w(&a), w(&b));
+    assert_ne!(w(&a), w(&c));
+    let std = (w(&a).iter().map(|x| x * x).sum::<f32>() / w(&a).len() as f32).sqrt();
+    assert!((0.01..0.03).contains(&std), "{std}");
+    assert!(a.score.bias.is_none());
+    let ids = Tensor::<B, 2, Int>::from_data(
+        TensorData::new(vec![5i64, 9, 3, 7, 11, 0], [2, 3]),
+        &Default::default(),
+    );
+    let s: Vec<f32> = a
+        .sequence_scores(ids.clone(), &[3, 2])
+        .unwrap()
+        .into_data()
+        .into_vec()
+        .unwrap();
+    assert!(s.iter().all(|x| x.is_finite()) && s.len() == 2, "{s:?}");
+    let dir = tempfile::Builder::new()
+        .prefix("rl-models-score-new-")
+        .tempdir()
+        .unwrap();
+    a.save(dir.path()).unwrap();
+    let back = ScoreModel::<B>::load(dir.path(), &Default::default()).unwrap();
+    let s2: Vec<f32> = back
+        .sequence_scores(ids, &[3, 2])
+        .unwrap()
+        .into_data()
+        .into_vec()
+        .unwrap();
+    assert_eq!(s, s2);
+    let v = ScoreModel::from_causal_lm(lm, ScoreKind::Token, 1, None, 5).unwrap();
+    assert_eq!(v.score.bias.as_ref().map(|b| b.val().dims()), Some([1]));
+}

@@ -65,6 +65,17 @@ impl Family {
         }
     }
 
+    /// The prefix of the family's HF classifier classes (`<prefix>ForSequenceClassification`,
+    /// `<prefix>ForTokenClassification`).
+    pub fn classifier_prefix(self) -> &'static str {
+        match self {
+            Family::Qwen3 => "Qwen3",
+            Family::Llama => "Llama",
+            Family::Qwen2 => "Qwen2",
+            Family::Gemma3 => "Gemma3Text",
+        }
+    }
+
     /// llama.cpp's `general.architecture` of a GGUF file.
     pub fn gguf_architecture(self) -> &'static str {
         match self {

@@ -25,7 +25,7 @@ use super::mask::AttentionMask;
 use super::weights::{FileSource, check_body_and_heads};
 use super::{CausalLm, ModelConfig};
 use crate::error::ModelError;
-use crate::safetensors_io::WeightFiles;
+use crate::safetensors_io::{SaveDtype, WeightFiles, write_checkpoint};
 
 /// What a score model's head reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,10 @@ pub struct ScoreModel<B: Backend> {
     pub score: Linear<B>,
     #[module(skip)]
     kind: ScoreKind,
+    /// HF `pad_token_id`, written back on save (transformers' sequence classifiers need it to
+    /// pool a padded batch).
+    #[module(skip)]
+    pad_token_id: Option<u32>,
 }
 
 /// The head fields of a classification `config.json`.
@@ -53,6 +57,7 @@ struct HeadConfig {
     kind: ScoreKind,
     num_labels: usize,
     bias: bool,
+    pad_token_id: Option<u32>,
 }
 
 impl HeadConfig {
@@ -98,10 +103,19 @@ impl HeadConfig {
                 b && kind == ScoreKind::Token
             }
         };
+        let pad_token_id = match map.get("pad_token_id") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|p| u32::try_from(p).ok())
+                    .ok_or_else(|| invalid("pad_token_id", v, "a token id or null"))?,
+            ),
+        };
         Ok(Self {
             kind,
             num_labels,
             bias,
+            pad_token_id,
         })
     }
 }
@@ -158,7 +172,110 @@ impl<B: Backend> ScoreModel<B> {
             body,
             score: Linear::from_values(weight, [head.num_labels, h], bias, device),
             kind: head.kind,
+            pad_token_id: head.pad_token_id,
         })
+    }
+
+    /// A score model on `lm`'s decoder (its LM head dropped) with a new head of `num_labels`
+    /// outputs drawn as transformers initialises one: weights normal(0, `initializer_range`),
+    /// seeded (ChaCha8), and a zero bias for a token classifier. How verl starts a critic from
+    /// the policy and TRL a reward model from a causal LM.
+    pub fn from_causal_lm(
+        lm: CausalLm<B>,
+        kind: ScoreKind,
+        num_labels: usize,
+        pad_token_id: Option<u32>,
+        seed: u64,
+    ) -> Result<Self, ModelError> {
+        if num_labels == 0 {
+            return Err(ModelError::InvalidInput(
+                "a score head needs at least one label".to_string(),
+            ));
+        }
+        let mut body = lm.merged();
+        body.lm_head = None;
+        let h = body.config.hidden_size;
+        let std = body.config.initializer_range;
+        let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(seed);
+        let mut weight = vec![0.0f32; num_labels * h];
+        super::weights::fill_normals(&mut rng, std, &mut weight);
+        let bias = (kind == ScoreKind::Token).then(|| vec![0.0f32; num_labels]);
+        let device = body.device();
+        Ok(Self {
+            body,
+            score: Linear::from_values(weight, [num_labels, h], bias, &device),
+            kind,
+            pad_token_id,
+        })
+    }
+
+    /// Saves `config.json` + `model.safetensors` (f32) in HF layout: the family's
+    /// `*ForSequenceClassification` or `*ForTokenClassification`, which transformers'
+    /// `AutoModelFor{Sequence,Token}Classification` loads to the same scores.
+    pub fn save(&self, dir: impl AsRef<Path>) -> Result<(), ModelError> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|source| ModelError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let mut config = self.body.config.clone();
+        config.torch_dtype = Some(SaveDtype::F32.hf_name().to_string());
+        let mut json = config.to_json_value();
+        let labels = self.num_labels();
+        let class = match self.kind {
+            ScoreKind::Sequence => "ForSequenceClassification",
+            ScoreKind::Token => "ForTokenClassification",
+        };
+        if let Some(map) = json.as_object_mut() {
+            map.insert(
+                "architectures".into(),
+                serde_json::json!([format!("{}{class}", config.family.classifier_prefix())]),
+            );
+            let id2label: serde_json::Map<String, Value> = (0..labels)
+                .map(|i| (i.to_string(), Value::from(format!("LABEL_{i}"))))
+                .collect();
+            let label2id: serde_json::Map<String, Value> = (0..labels)
+                .map(|i| (format!("LABEL_{i}"), Value::from(i)))
+                .collect();
+            map.insert("id2label".into(), Value::Object(id2label));
+            map.insert("label2id".into(), Value::Object(label2id));
+            map.insert(
+                "pad_token_id".into(),
+                self.pad_token_id.map_or(Value::Null, Value::from),
+            );
+            if self.kind == ScoreKind::Token {
+                map.insert(
+                    "token_classification_bias".into(),
+                    Value::Bool(self.score.bias.is_some()),
+                );
+            }
+        }
+        let config_path = dir.join("config.json");
+        let text = serde_json::to_string_pretty(&json).map_err(|source| ModelError::Json {
+            path: config_path.clone(),
+            source,
+        })?;
+        std::fs::write(&config_path, text).map_err(|source| ModelError::Io {
+            path: config_path.clone(),
+            source,
+        })?;
+        let mut tensors = self.body.hf_tensors()?;
+        let read = |t: Tensor<B, 2>| -> Result<(Vec<usize>, Vec<f32>), ModelError> {
+            let shape = t.dims().to_vec();
+            let v = t
+                .into_data()
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .map_err(|e| ModelError::Data(format!("{e:?}")))?;
+            Ok((shape, v))
+        };
+        let (shape, values) = read(self.score.weight.val())?;
+        tensors.push(("score.weight".to_string(), shape, values));
+        if let Some(b) = &self.score.bias {
+            let (shape, values) = read(b.val().unsqueeze::<2>())?;
+            tensors.push(("score.bias".to_string(), vec![shape[1]], values));
+        }
+        write_checkpoint(dir, tensors, SaveDtype::F32, None)
     }
 
     /// Whether the head scores sequences (reward model) or tokens (value model).

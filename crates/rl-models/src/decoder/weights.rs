@@ -75,7 +75,7 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 }
 
 /// Fills `out` with the next `out.len()` normals of `rng`, times `std`, as f32.
-fn fill_normals(rng: &mut ChaCha8Rng, std: f64, out: &mut [f32]) {
+pub(crate) fn fill_normals(rng: &mut ChaCha8Rng, std: f64, out: &mut [f32]) {
     for v in out {
         *v = (normal(rng) * std) as f32;
     }
