@@ -148,7 +148,11 @@ fn equal_requests_are_cached_and_concurrent_replies_keep_their_order() {
             .and_then(|r| r.trim().parse().ok())
             .unwrap_or(1);
         std::thread::sleep(Duration::from_millis(5 * (n % 3)));
-        let word = if n.is_multiple_of(2) { "CORRECT" } else { "INCORRECT" };
+        let word = if n.is_multiple_of(2) {
+            "CORRECT"
+        } else {
+            "INCORRECT"
+        };
         (200, chat(word))
     });
     let judge = Judge::new(config(&srv.url, verdict_rule(), 4)).unwrap();
@@ -251,8 +255,8 @@ fn cache_dir(var: &str, default: &str) -> PathBuf {
 }
 
 /// SmolLM2-135M-Instruct behind llama-server (its chat template from the GGUF) judges four
-/// responses, two of them equal: three requests, a reply text for each, the same replies again
-/// from a fresh judge (greedy, seeded), and none sent for a repeated call.
+/// responses, two of them equal: three requests, a reply text for each, equal judgements for the
+/// equal responses, none sent for a repeated call, three again from a judge without the cache.
 #[test]
 fn a_real_llama_server_judges() {
     let Some(bin) = required(
@@ -281,10 +285,21 @@ fn a_real_llama_server_judges() {
         .local_addr()
         .unwrap()
         .port();
-    let args: Vec<String> = ["-c", "2048", "-np", "2", "-t", "2", "--no-warmup"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    // `--no-repack`: llama.cpp's CPU weight repacking of this Q4_1 file crashes the server
+    // (SIGSEGV right after start-up) on a Xeon with AMX; the layout only changes the speed.
+    let args: Vec<String> = [
+        "-c",
+        "2048",
+        "-np",
+        "2",
+        "-t",
+        "2",
+        "--no-warmup",
+        "--no-repack",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let server = ManagedServer::start(
         &bin,
         LLAMA_SERVER_LAUNCH,
@@ -318,11 +333,18 @@ fn a_real_llama_server_judges() {
     assert_eq!(out[0], out[2]);
     judge.judge(&items).unwrap();
     assert_eq!(judge.stats().requests, 3);
-    let fresh = Judge::new(cfg).unwrap().judge(&items).unwrap();
-    assert_eq!(
-        fresh.iter().map(|j| &j.reply).collect::<Vec<_>>(),
-        out.iter().map(|j| &j.reply).collect::<Vec<_>>()
+    // A second judge has no cache: it sends its three requests again. (Its greedy replies may
+    // differ from the first judge's: llama-server's numerics depend on which requests share a
+    // batch and on its prompt cache.)
+    let fresh = Judge::new(cfg).unwrap();
+    assert!(
+        fresh
+            .judge(&items)
+            .unwrap()
+            .iter()
+            .all(|j| !j.reply.trim().is_empty())
     );
+    assert_eq!(fresh.stats().requests, 3);
     eprintln!(
         "SmolLM2 as judge: {:?}",
         out.iter().map(|j| (&j.reply, j.reward)).collect::<Vec<_>>()
