@@ -4,7 +4,10 @@
 //! and to end with `#### N` (the GSM8K convention, scored by the `gsm8k` verifier).
 //!
 //! Every problem is made from a template with its numbers drawn from a seeded generator, so the
-//! answer is known; every intermediate and final value is a positive integer. The held-out and
+//! answer is known; every intermediate and final value is a positive integer, and the answer is
+//! none of the numbers the question states (otherwise copying one would earn the reward: with
+//! such problems allowed, 28 % of the add-sub-small tier's answers were in the question, and a
+//! base model learned to repeat a number from it instead of working the problem out). The held-out and
 //! training sets are disjoint in their arithmetic (no held-out (template, numbers) appears in
 //! training, whatever the names and things). Written as JSON lines that `rlvr train`,
 //! `rlvr eval` and TRL read alike (`prompt` = the question alone, `answer`, `tier`); the
@@ -175,11 +178,15 @@ fn problem(tier: &WordTier, rng: &mut ChaCha8Rng) -> Problem {
 
 impl WordProblems {
     /// The training and held-out sets: per tier, `eval_per_tier` held-out problems first, then
-    /// up to `train_per_tier` training problems whose arithmetic no held-out problem has, drawn
+    /// up to `train_per_tier` training problems, each arithmetic (template and numbers) once
+    /// over all tiers and none with an answer that its question states, drawn
     /// from one seeded stream per tier (at most 50 draws per problem wanted; a tier too small
     /// for its sizes is an error naming it).
     pub fn split(&self) -> Result<(Dataset, Dataset), TrainerError> {
         let (mut train, mut eval) = (Vec::new(), Vec::new());
+        // Every arithmetic once over all tiers: tiers of one template with overlapping ranges
+        // could otherwise hold one problem out in one tier and train on it in another.
+        let mut seen: HashSet<(Template, Vec<u32>)> = HashSet::new();
         for (t, tier) in self.tiers.iter().enumerate() {
             if tier.amounts.0 == 0 || tier.amounts.0 > tier.amounts.1 {
                 return Err(TrainerError::Config {
@@ -196,7 +203,6 @@ impl WordProblems {
                 });
             }
             let mut rng = ChaCha8Rng::seed_from_u64(self.data_seed ^ (t as u64 + 1) << 32);
-            let mut seen: HashSet<(Template, Vec<u32>)> = HashSet::new();
             let want = self.eval_per_tier + self.train_per_tier;
             let mut made = 0;
             for _ in 0..want * 50 {
@@ -204,7 +210,9 @@ impl WordProblems {
                     break;
                 }
                 let p = problem(tier, &mut rng);
-                if !seen.insert(p.key) {
+                // An answer that the question states can be copied instead of worked out: a
+                // policy that repeats one of the question's numbers would be rewarded for it.
+                if p.key.1.contains(&p.answer) || !seen.insert(p.key) {
                     continue;
                 }
                 let target = if made < self.eval_per_tier {
@@ -261,8 +269,9 @@ mod tests {
     }
 
     /// Each answer re-derived from its text by the template's arithmetic (written out here
-    /// independently of the generator), the held-out arithmetic absent from training, the
-    /// sizes as asked, and every tier needing two or more operations.
+    /// independently of the generator) and absent from the question's numbers, the held-out
+    /// arithmetic absent from training, the sizes as asked, and every tier needing two or more
+    /// operations.
     #[test]
     fn answers_follow_the_text_and_the_sets_are_disjoint() {
         let task = WordProblems {
@@ -288,6 +297,7 @@ mod tests {
             };
             assert_eq!(p.answer, want.to_string(), "{t}");
             assert!(want > 0, "{t}");
+            assert!(!n.contains(&want), "{t}: the answer is in the question");
             (t.contains("boxes"), t.contains("bags"), n)
         };
         let held: HashSet<_> = eval.prompts.iter().map(arithmetic).collect();
