@@ -5,11 +5,14 @@ Calls, from the installed verl 0.9.1 (`verl/trainer/ppo/core_algos.py`):
   * compute_reinforce_plus_plus_outcome_advantage           (adv_estimator=reinforce_plus_plus)
   * compute_reinforce_plus_plus_baseline_outcome_advantage  (adv_estimator=reinforce_plus_plus_baseline)
   * compute_gae_advantage_return                            (adv_estimator=gae)
+  * ray_trainer.apply_kl_penalty with Adaptive/FixedKLController (use_kl_in_reward; its source
+    run without importing ray_trainer's serving dependencies)
   * compute_policy_loss_cispo                               (policy_loss.loss_mode=cispo)
   * compute_value_loss                                      (the critic's clipped value loss)
 on seeded inputs, in float64, and writes
   crates/rl-advantage/tests/data/reinforce_pp_verl.json
   crates/rl-advantage/tests/data/gae_verl.json
+  crates/rl-advantage/tests/data/kl_reward_verl.json
   crates/rl-loss/tests/data/cispo_verl.json
   crates/rl-loss/tests/data/value_loss_verl.json
 
@@ -48,6 +51,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 ADV_OUT = ROOT / "crates/rl-advantage/tests/data/reinforce_pp_verl.json"
 LOSS_OUT = ROOT / "crates/rl-loss/tests/data/cispo_verl.json"
 GAE_OUT = ROOT / "crates/rl-advantage/tests/data/gae_verl.json"
+KL_REWARD_OUT = ROOT / "crates/rl-advantage/tests/data/kl_reward_verl.json"
 VALUE_OUT = ROOT / "crates/rl-loss/tests/data/value_loss_verl.json"
 DT = torch.float64
 
@@ -350,6 +354,94 @@ def gae_fixtures():
 
 
 # --------------------------------------------------------------------------------------------
+# The KL penalty in the reward (use_kl_in_reward)
+# --------------------------------------------------------------------------------------------
+
+
+def verl_apply_kl_penalty():
+    """verl's own `apply_kl_penalty`: its source, taken from the installed
+    `verl/trainer/ppo/ray_trainer.py` and run with the names it uses, because importing that module
+    pulls in Ray's serving stack (uvicorn, fastapi, opentelemetry) that the fixtures do not need."""
+    import ast
+    import inspect
+
+    from verl import DataProto
+    from verl.utils.torch_functional import masked_mean
+
+    path = pathlib.Path(inspect.getfile(core_algos)).with_name("ray_trainer.py")
+    tree = ast.parse(path.read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "apply_kl_penalty")
+    namespace = {"torch": torch, "core_algos": core_algos, "DataProto": DataProto, "masked_mean": masked_mean}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), str(path), "exec"), namespace)
+    return namespace["apply_kl_penalty"]
+
+
+def kl_reward_case(name, rng, controller, penalty, batches):
+    """verl's apply_kl_penalty on successive batches with one controller: the rewards of each
+    batch, the beta it used, the batch KL (verl's `actor/reward_kl_penalty`) and beta after."""
+    from verl import DataProto
+    apply_kl_penalty = verl_apply_kl_penalty()
+
+    if controller["kind"] == "adaptive":
+        ctrl = core_algos.AdaptiveKLController(controller["beta"], controller["target"], controller["horizon"])
+    else:
+        ctrl = core_algos.FixedKLController(controller["beta"])
+    out = []
+    for lengths, holes in batches:
+        n = len(lengths)
+        t_max = max(lengths) * (3 if holes else 1) + 2
+        masks = [make_mask(rng, length, t_max, holes)[0] for length in lengths]
+        mask = torch.tensor(masks, dtype=DT)
+        scores = torch.zeros(n, t_max, dtype=DT)
+        ends = []
+        for i, row in enumerate(masks):
+            last = max(k for k, m in enumerate(row) if m == 1)
+            ends.append(last + 1)
+            scores[i, last] = float(rng.choice([-1.0, 1.0]))
+        old = torch.tensor(rng.uniform(-4.0, -0.05, (n, t_max)), dtype=DT)
+        ref = old + torch.tensor(rng.normal(0.0, 0.4, (n, t_max)), dtype=DT)
+        data = DataProto.from_dict(tensors={
+            "response_mask": mask, "token_level_scores": scores.clone(),
+            "old_log_probs": old, "ref_log_prob": ref,
+        })
+        data, metrics = apply_kl_penalty(data, ctrl, kl_penalty=penalty)
+        rewards = data.batch["token_level_rewards"]
+        out.append({
+            "responses": [{
+                "scores": [r(x) for x in scores[i, :ends[i]].tolist()],
+                "logp": [r(x) for x in old[i, :ends[i]].tolist()],
+                "ref_logp": [r(x) for x in ref[i, :ends[i]].tolist()],
+                "mask": [bool(m) for m in masks[i][:ends[i]]],
+                "rewards": [r(x) for x in rewards[i, :ends[i]].tolist()],
+            } for i in range(n)],
+            "beta_used": r(metrics["actor/reward_kl_penalty_coeff"]),
+            "kl": r(metrics["actor/reward_kl_penalty"]),
+            "beta_after": r(ctrl.value),
+        })
+    return {"name": name, "controller": controller, "penalty": penalty, "batches": out}
+
+
+def kl_reward_fixtures():
+    rng = np.random.default_rng(1909)
+    three = [([5, 9, 3, 7], False), ([6, 2, 8, 4, 5], True), ([4, 10, 6], False)]
+    cases = [
+        kl_reward_case("adaptive_kl", rng, {"kind": "adaptive", "beta": 0.05, "target": 0.1, "horizon": 10.0},
+                       "kl", three),
+        kl_reward_case("adaptive_low_var_kl_small_kl", rng,
+                       {"kind": "adaptive", "beta": 0.2, "target": 6.0, "horizon": 5.0}, "low_var_kl", three),
+        kl_reward_case("fixed_abs", rng, {"kind": "fixed", "beta": 0.1}, "abs", three[:2]),
+        kl_reward_case("fixed_mse", rng, {"kind": "fixed", "beta": 0.3}, "mse", three[1:]),
+    ]
+    return {
+        "source": f"verl {verl.__version__} verl/trainer/ppo/ray_trainer.py: apply_kl_penalty with "
+        "core_algos.AdaptiveKLController / FixedKLController and core_algos.kl_penalty, successive "
+        "batches through one controller, float64",
+        "command": "$HOME/.cache/rlvr-trl/venv/bin/python tools/verl/gen_verl_fixtures.py",
+        "cases": cases,
+    }
+
+
+# --------------------------------------------------------------------------------------------
 # PPO's clipped value loss
 # --------------------------------------------------------------------------------------------
 
@@ -417,7 +509,8 @@ def value_fixtures():
 def main():
     torch.set_default_dtype(DT)
     for path, data in [(ADV_OUT, reinforce_fixtures()), (LOSS_OUT, cispo_fixtures()),
-                       (GAE_OUT, gae_fixtures()), (VALUE_OUT, value_fixtures())]:
+                       (GAE_OUT, gae_fixtures()), (VALUE_OUT, value_fixtures()),
+                       (KL_REWARD_OUT, kl_reward_fixtures())]:
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(data, separators=(",", ":")) + "\n"
         path.write_text(text)

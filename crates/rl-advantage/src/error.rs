@@ -79,4 +79,20 @@ pub enum AdvantageError {
         /// The value.
         value: f64,
     },
+    /// A response whose scores, log-probs and mask differ in length.
+    #[error(
+        "response {response}: {scores} scores, {logp} log-probs, {ref_logp} reference log-probs and {mask} mask entries (one each per token)"
+    )]
+    KlInputMismatch {
+        /// The response's index in the batch.
+        response: usize,
+        /// Number of scores.
+        scores: usize,
+        /// Number of policy log-probs.
+        logp: usize,
+        /// Number of reference log-probs.
+        ref_logp: usize,
+        /// Number of mask entries.
+        mask: usize,
+    },
 }

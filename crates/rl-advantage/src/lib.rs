@@ -56,7 +56,8 @@
 //!
 //! Per-token generalized advantage estimation from a value model's predictions, γ and λ,
 //! skipping observation tokens, then whitened over the batch's tokens, as verl's `gae` estimator
-//! computes them; the returns are the critic's targets ([`gae::Gae::batch`]).
+//! computes them; the returns are the critic's targets ([`gae::Gae::batch`]). The KL penalty in the
+//! reward before it, with a fixed or adaptive β, is [`kl_reward`].
 //!
 //! ## Theory ([`theory`])
 //!
@@ -83,6 +84,7 @@ mod error;
 mod estimator;
 pub mod gae;
 mod group;
+pub mod kl_reward;
 mod sample;
 pub mod theory;
 mod weight;
