@@ -73,6 +73,7 @@ pub mod error;
 pub mod families;
 pub mod generation;
 pub mod gguf;
+mod json_file;
 pub mod logprobs;
 pub mod patches;
 pub mod safetensors_io;

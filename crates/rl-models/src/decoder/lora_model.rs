@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 use super::layers::Linear;
 use super::lora::{ADAPTER_CONFIG, ADAPTER_WEIGHTS, LoraAdapter, LoraConfig};
+use super::weights::host_f32;
 use super::{CausalLm, HfTensor};
 use crate::error::ModelError;
 use crate::safetensors_io::{SaveDtype, WeightFiles, write_file};
@@ -149,13 +150,7 @@ impl<B: Backend> CausalLm<B> {
     /// `…lora_B.weight` `[out, r]`), in checkpoint order; empty without adapters.
     pub fn adapter_tensors(&self) -> Result<Vec<HfTensor>, ModelError> {
         let read = |t: Tensor<B, 2>| -> Result<(Vec<usize>, Vec<f32>), ModelError> {
-            let shape = t.dims().to_vec();
-            let v = t
-                .into_data()
-                .convert::<f32>()
-                .into_vec::<f32>()
-                .map_err(|e| ModelError::Data(format!("{e:?}")))?;
-            Ok((shape, v))
+            Ok((t.dims().to_vec(), host_f32(t)?))
         };
         let mut model = self.clone();
         let mut out = Vec::new();
@@ -208,15 +203,7 @@ impl<B: Backend> CausalLm<B> {
             "rank_pattern": {},
             "alpha_pattern": {},
         });
-        let path = dir.join(ADAPTER_CONFIG);
-        let text = serde_json::to_string_pretty(&cfg).map_err(|source| ModelError::Json {
-            path: path.clone(),
-            source,
-        })?;
-        std::fs::write(&path, text).map_err(|source| ModelError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        crate::json_file::write_pretty(&dir.join(ADAPTER_CONFIG), &cfg)?;
         write_file(
             &dir.join(ADAPTER_WEIGHTS),
             self.adapter_tensors()?,
@@ -279,14 +266,7 @@ impl<B: Backend> CausalLm<B> {
 
 /// Reads PEFT's `adapter_config.json`, rejecting options this implementation does not compute.
 fn read_peft_config(path: &Path) -> Result<LoraConfig, ModelError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let v: Value = serde_json::from_str(&text).map_err(|source| ModelError::Json {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let (_, v) = crate::json_file::read(path)?;
     let bad = |field: &str, message: String| {
         ModelError::InvalidInput(format!("{}: `{field}`: {message}", path.display()))
     };

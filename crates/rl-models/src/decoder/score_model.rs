@@ -22,10 +22,10 @@ use serde_json::Value;
 use super::config::{invalid, line_of};
 use super::layers::Linear;
 use super::mask::AttentionMask;
-use super::weights::{FileSource, check_body_and_heads};
+use super::weights::{FileSource, check_body_and_heads, push_linear, write_hf_folder};
 use super::{CausalLm, ModelConfig};
 use crate::error::ModelError;
-use crate::safetensors_io::{SaveDtype, WeightFiles, write_checkpoint};
+use crate::safetensors_io::{SaveDtype, WeightFiles};
 
 /// What a score model's head reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,14 +135,7 @@ impl<B: Backend> ScoreModel<B> {
             )));
         }
         let config_path = path.join("config.json");
-        let text = std::fs::read_to_string(&config_path).map_err(|source| ModelError::Io {
-            path: config_path.clone(),
-            source,
-        })?;
-        let value: Value = serde_json::from_str(&text).map_err(|source| ModelError::Json {
-            path: config_path.clone(),
-            source,
-        })?;
+        let (text, value) = crate::json_file::read(&config_path)?;
         let in_file = |e: ModelError| e.in_file(&config_path, |f| line_of(&text, f));
         let map = value
             .as_object()
@@ -213,23 +206,17 @@ impl<B: Backend> ScoreModel<B> {
     /// `*ForSequenceClassification` or `*ForTokenClassification`, which transformers'
     /// `AutoModelFor{Sequence,Token}Classification` loads to the same scores.
     pub fn save(&self, dir: impl AsRef<Path>) -> Result<(), ModelError> {
-        let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|source| ModelError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        let mut config = self.body.config.clone();
-        config.torch_dtype = Some(SaveDtype::F32.hf_name().to_string());
-        let mut json = config.to_json_value();
+        let mut json = self.body.hf_config(SaveDtype::F32);
         let labels = self.num_labels();
         let class = match self.kind {
             ScoreKind::Sequence => "ForSequenceClassification",
             ScoreKind::Token => "ForTokenClassification",
         };
         if let Some(map) = json.as_object_mut() {
+            let prefix = self.body.config.family.classifier_prefix();
             map.insert(
                 "architectures".into(),
-                serde_json::json!([format!("{}{class}", config.family.classifier_prefix())]),
+                serde_json::json!([format!("{prefix}{class}")]),
             );
             let id2label: serde_json::Map<String, Value> = (0..labels)
                 .map(|i| (i.to_string(), Value::from(format!("LABEL_{i}"))))
@@ -250,32 +237,9 @@ impl<B: Backend> ScoreModel<B> {
                 );
             }
         }
-        let config_path = dir.join("config.json");
-        let text = serde_json::to_string_pretty(&json).map_err(|source| ModelError::Json {
-            path: config_path.clone(),
-            source,
-        })?;
-        std::fs::write(&config_path, text).map_err(|source| ModelError::Io {
-            path: config_path.clone(),
-            source,
-        })?;
         let mut tensors = self.body.hf_tensors()?;
-        let read = |t: Tensor<B, 2>| -> Result<(Vec<usize>, Vec<f32>), ModelError> {
-            let shape = t.dims().to_vec();
-            let v = t
-                .into_data()
-                .convert::<f32>()
-                .into_vec::<f32>()
-                .map_err(|e| ModelError::Data(format!("{e:?}")))?;
-            Ok((shape, v))
-        };
-        let (shape, values) = read(self.score.weight.val())?;
-        tensors.push(("score.weight".to_string(), shape, values));
-        if let Some(b) = &self.score.bias {
-            let (shape, values) = read(b.val().unsqueeze::<2>())?;
-            tensors.push(("score.bias".to_string(), vec![shape[1]], values));
-        }
-        write_checkpoint(dir, tensors, SaveDtype::F32, None)
+        push_linear(&mut tensors, "score", &self.score)?;
+        write_hf_folder(dir.as_ref(), &json, tensors, SaveDtype::F32, None)
     }
 
     /// Whether the head scores sequences (reward model) or tokens (value model).

@@ -511,34 +511,11 @@ impl<B: Backend> CausalLm<B> {
     /// (linear weights transposed back to `[out, in]`; no `lm_head.weight` when tied; LoRA
     /// adapters merged into their base weights, see [`CausalLm::merged`]).
     pub fn hf_tensors(&self) -> Result<Vec<HfTensor>, ModelError> {
-        let read = |t: Tensor<B, 2>| -> Result<Vec<f32>, ModelError> {
-            t.into_data()
-                .convert::<f32>()
-                .into_vec::<f32>()
-                .map_err(|e| ModelError::Data(format!("{e:?}")))
-        };
-        let read1 = |t: Tensor<B, 1>| -> Result<Vec<f32>, ModelError> {
-            t.into_data()
-                .convert::<f32>()
-                .into_vec::<f32>()
-                .map_err(|e| ModelError::Data(format!("{e:?}")))
-        };
-        // With LoRA adapters, the merged weight W + s·B·A: the checkpoint computes what the
-        // model computes.
         let lin =
-            |out: &mut Vec<HfTensor>, prefix: String, l: &Linear<B>| -> Result<(), ModelError> {
-                let w = l.effective_weight();
-                let shape = w.dims().to_vec();
-                out.push((format!("{prefix}.weight"), shape, read(w)?));
-                if let Some(b) = &l.bias {
-                    let v = read1(b.val())?;
-                    out.push((format!("{prefix}.bias"), vec![v.len()], v));
-                }
-                Ok(())
-            };
+            |out: &mut Vec<HfTensor>, prefix: String, l: &Linear<B>| push_linear(out, &prefix, l);
         let norm =
             |out: &mut Vec<HfTensor>, name: String, w: &RmsNorm<B>| -> Result<(), ModelError> {
-                let v = read1(w.weight.val())?;
+                let v = host_f32(w.weight.val())?;
                 out.push((name, vec![v.len()], v));
                 Ok(())
             };
@@ -547,7 +524,7 @@ impl<B: Backend> CausalLm<B> {
         out.push((
             "model.embed_tokens.weight".to_string(),
             vec![vocab, h],
-            read(self.embed_tokens.weight.val())?,
+            host_f32(self.embed_tokens.weight.val())?,
         ));
         for (n, layer) in self.layers.iter().enumerate() {
             let p = format!("model.layers.{n}");
@@ -611,26 +588,66 @@ impl<B: Backend> CausalLm<B> {
         dtype: SaveDtype,
         max_shard_bytes: Option<u64>,
     ) -> Result<(), ModelError> {
-        let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|source| ModelError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        let config = self.hf_config(dtype);
+        write_hf_folder(
+            dir.as_ref(),
+            &config,
+            self.hf_tensors()?,
+            dtype,
+            max_shard_bytes,
+        )
+    }
+
+    /// The config as HF `config.json` with `dtype` as the checkpoint's dtype.
+    pub(crate) fn hf_config(&self, dtype: SaveDtype) -> serde_json::Value {
         let mut config = self.config.clone();
         config.torch_dtype = Some(dtype.hf_name().to_string());
-        let config_path = dir.join("config.json");
-        let text = serde_json::to_string_pretty(&config.to_json_value()).map_err(|source| {
-            ModelError::Json {
-                path: config_path.clone(),
-                source,
-            }
-        })?;
-        std::fs::write(&config_path, text).map_err(|source| ModelError::Io {
-            path: config_path.clone(),
-            source,
-        })?;
-        write_checkpoint(dir, self.hf_tensors()?, dtype, max_shard_bytes)
+        config.to_json_value()
     }
+}
+
+/// A tensor's values on the host, row-major f32.
+pub(crate) fn host_f32<B: Backend, const D: usize>(
+    t: Tensor<B, D>,
+) -> Result<Vec<f32>, ModelError> {
+    t.into_data()
+        .convert::<f32>()
+        .into_vec::<f32>()
+        .map_err(|e| ModelError::Data(format!("{e:?}")))
+}
+
+/// `prefix.weight` (`[out, in]`; with a LoRA adapter the merged W + s·B·A, so the checkpoint
+/// computes what the model computes) and `prefix.bias` when the layer has one.
+pub(crate) fn push_linear<B: Backend>(
+    out: &mut Vec<HfTensor>,
+    prefix: &str,
+    l: &Linear<B>,
+) -> Result<(), ModelError> {
+    let w = l.effective_weight();
+    let shape = w.dims().to_vec();
+    out.push((format!("{prefix}.weight"), shape, host_f32(w)?));
+    if let Some(b) = &l.bias {
+        let v = host_f32(b.val())?;
+        out.push((format!("{prefix}.bias"), vec![v.len()], v));
+    }
+    Ok(())
+}
+
+/// An HF checkpoint folder: `dir` (created if needed) with `config.json` and the tensors in
+/// `dtype`, sharded into files of at most `max_shard_bytes` when given.
+pub(crate) fn write_hf_folder(
+    dir: &Path,
+    config: &serde_json::Value,
+    tensors: Vec<HfTensor>,
+    dtype: SaveDtype,
+    max_shard_bytes: Option<u64>,
+) -> Result<(), ModelError> {
+    std::fs::create_dir_all(dir).map_err(|source| ModelError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    crate::json_file::write_pretty(&dir.join("config.json"), config)?;
+    write_checkpoint(dir, tensors, dtype, max_shard_bytes)
 }
 
 #[cfg(test)]

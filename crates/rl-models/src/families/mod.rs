@@ -97,14 +97,7 @@ impl ModelConfig {
         } else {
             path.to_path_buf()
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| ModelError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let value: Value = serde_json::from_str(&text).map_err(|source| ModelError::Json {
-            path: path.clone(),
-            source,
-        })?;
+        let (text, value) = crate::json_file::read(&path)?;
         Self::from_json_value(&value).map_err(|e| e.in_file(&path, |f| line_of(&text, f)))
     }
 

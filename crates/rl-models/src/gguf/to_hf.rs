@@ -27,12 +27,7 @@ pub fn export_hf<B: Backend>(
     let model = CausalLm::<B>::load(gguf, device)?;
     model.save_with(out, dtype, None)?;
     tokenizer.save(out.join("tokenizer.json"))?;
-    let path = out.join("tokenizer_config.json");
-    let text = serde_json::to_string_pretty(&config).map_err(|source| ModelError::Json {
-        path: path.clone(),
-        source,
-    })?;
-    std::fs::write(&path, text).map_err(|source| ModelError::Io { path, source })
+    crate::json_file::write_pretty(&out.join("tokenizer_config.json"), &config)
 }
 
 /// `tokenizer_config.json` of a GGUF model: the bos, eos, unknown and padding tokens by name,
