@@ -60,6 +60,10 @@ def r(x, nd=15):
     return float(f"{float(x):.{nd}g}")
 
 
+def rows_of(t):
+    return [[r(x) for x in row] for row in t.tolist()]
+
+
 # --------------------------------------------------------------------------------------------
 # REINFORCE++ and REINFORCE++-baseline
 # --------------------------------------------------------------------------------------------
@@ -241,9 +245,6 @@ def cispo_case(name, rng, lengths, t_max, clip_low, clip_high, spread, agg="toke
     )
     loss.backward()
     grad = lp.grad * mask[sel]
-
-    def rows_of(t):
-        return [[r(x) for x in row] for row in t.tolist()]
 
     return {
         "name": name,
@@ -464,9 +465,6 @@ def value_case(name, rng, lengths, t_max, cliprange, spread, agg="token-mean", r
         batch_num_tokens=global_tokens, global_batch_size=global_seqs,
     )
     loss.backward()
-
-    def rows_of(t):
-        return [[r(x) for x in row] for row in t.tolist()]
 
     return {
         "name": name,

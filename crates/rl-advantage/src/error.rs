@@ -74,7 +74,7 @@ pub enum AdvantageError {
         response: usize,
         /// The token's position in the response.
         token: usize,
-        /// Which input (`reward` or `value`).
+        /// Which input (`reward`, `value`, `score` or `KL estimate`).
         what: &'static str,
         /// The value.
         value: f64,

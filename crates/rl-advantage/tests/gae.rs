@@ -37,6 +37,18 @@ struct Response {
     returns: Vec<f64>,
 }
 
+/// The case's responses as GAE's inputs.
+fn inputs(case: &Case) -> Vec<TokenTrajectory<'_>> {
+    case.responses
+        .iter()
+        .map(|r| TokenTrajectory {
+            rewards: &r.rewards,
+            values: &r.values,
+            mask: &r.mask,
+        })
+        .collect()
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
 }
@@ -50,16 +62,7 @@ fn gae_equals_verl() {
     let mut tokens = 0;
     for case in &fixture.cases {
         let gae = Gae::new(case.gamma, case.lam).unwrap();
-        let inputs: Vec<TokenTrajectory<'_>> = case
-            .responses
-            .iter()
-            .map(|r| TokenTrajectory {
-                rewards: &r.rewards,
-                values: &r.values,
-                mask: &r.mask,
-            })
-            .collect();
-        let out = gae.batch(&inputs).unwrap();
+        let out = gae.batch(&inputs(case)).unwrap();
         for (i, r) in case.responses.iter().enumerate() {
             for (t, want) in r.advantages.iter().enumerate() {
                 let got = out.advantages[i][t];
@@ -98,16 +101,10 @@ fn another_lambda_does_not_match() {
         .iter()
         .find(|c| c.name == "gamma_lam_below_one")
         .unwrap();
-    let inputs: Vec<TokenTrajectory<'_>> = case
-        .responses
-        .iter()
-        .map(|r| TokenTrajectory {
-            rewards: &r.rewards,
-            values: &r.values,
-            mask: &r.mask,
-        })
-        .collect();
-    let out = Gae::new(case.gamma, 1.0).unwrap().batch(&inputs).unwrap();
+    let out = Gae::new(case.gamma, 1.0)
+        .unwrap()
+        .batch(&inputs(case))
+        .unwrap();
     let worst = case
         .responses
         .iter()
