@@ -16,7 +16,7 @@ use crate::TrainerError;
 use crate::eval::EvalReport;
 use crate::scoring::ScoredResponse;
 pub use crate::step_stats::pass_rate_bin;
-use crate::step_stats::{GenerationStats, UpdateStats};
+use crate::step_stats::{CriticStats, GenerationStats, UpdateStats};
 
 /// Metrics of one training step. Field names are stable: dashboards and `rlvr compare` read
 /// them. Means are over the responses (or tokens) of the step's training batch unless the name
@@ -172,8 +172,60 @@ pub struct StepMetrics {
     /// Turns and tool use of the step's generated episodes (multi-turn runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episodes: Option<EpisodeMetrics>,
+    /// PPO's critic (`algorithm = "ppo"` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic: Option<CriticMetrics>,
     /// Evaluation after this step, if one ran.
     pub eval: Option<EvalReport>,
+}
+
+/// PPO's critic in a step (verl's `critic/*` metrics).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CriticMetrics {
+    /// Mean value loss over the critic's applied updates.
+    pub value_loss: f64,
+    /// Fraction of loss tokens where the clipped value term was the larger.
+    pub vf_clipfrac: f64,
+    /// 1 − Var(R − V) / (Var(R) + 1e-5) over the batch's loss tokens, V as generated.
+    pub vf_explained_var: f64,
+    /// Mean value over the batch's loss tokens.
+    pub values_mean: f64,
+    /// Mean GAE return over the batch's loss tokens.
+    pub returns_mean: f64,
+    /// Mean pre-clip gradient norm of the critic's applied updates.
+    pub grad_norm: f64,
+    /// Critic updates applied.
+    pub updates: usize,
+    /// Critic updates skipped (non-finite loss or gradient).
+    pub updates_skipped: usize,
+    /// False during `critic.warmup_steps`: only the critic trained.
+    pub policy_updated: bool,
+    /// The KL penalty's β this step (`[critic.kl_in_reward]` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kl_coef: Option<f64>,
+    /// The batch's mean KL(π_old ‖ π_ref) in the reward (`[critic.kl_in_reward]` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kl: Option<f64>,
+}
+
+impl CriticMetrics {
+    /// From a step's critic sums.
+    pub fn from_stats(c: &CriticStats) -> Self {
+        let u = c.applied.max(1) as f64;
+        CriticMetrics {
+            value_loss: c.loss_sum / u,
+            vf_clipfrac: c.clipped as f64 / c.tokens.max(1) as f64,
+            vf_explained_var: c.explained_var,
+            values_mean: c.values_mean,
+            returns_mean: c.returns_mean,
+            grad_norm: c.grad_norm_sum / u,
+            updates: c.applied,
+            updates_skipped: c.skipped,
+            policy_updated: c.policy_updated,
+            kl_coef: c.kl_in_reward.map(|k| k.0),
+            kl: c.kl_in_reward.map(|k| k.1),
+        }
+    }
 }
 
 /// Turns and tool use of the episodes generated in a step (`[rollout.env]` runs).
@@ -280,6 +332,8 @@ pub struct StepRecord<'a> {
     /// Sampled-token distillation: Σ (log π_old − log π_T) over the trained tokens and their
     /// count.
     pub distill_reverse_kl: Option<(f64, usize)>,
+    /// PPO's critic.
+    pub critic: Option<&'a CriticStats>,
 }
 
 /// The metrics phase: every field of a step's [`StepMetrics`] from the outputs of the other
@@ -378,6 +432,7 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
         distill_reverse_kl: r.distill_reverse_kl.map(|(s, n)| s / n.max(1) as f64),
         distill_divergence: update.divergence.map(|(s, n)| s / n.max(1) as f64),
         episodes: EpisodeMetrics::from_stats(&rollout.episodes),
+        critic: r.critic.map(CriticMetrics::from_stats),
         eval: None,
     }
 }

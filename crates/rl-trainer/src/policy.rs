@@ -10,7 +10,8 @@ use std::path::Path;
 use burn::module::AutodiffModule;
 use burn::tensor::backend::AutodiffBackend;
 use rl_models::{
-    CausalLm, ComputeDtype, EntropyMode, LoraConfig, MemoryPlan, TokenLogProbs, WindowPass,
+    CausalLm, ComputeDtype, EntropyMode, LoraConfig, MemoryPlan, ScoreKind, ScoreModel,
+    TokenLogProbs, WindowPass,
 };
 
 /// The folder of a checkpoint's `model/` that holds a LoRA policy's adapters (PEFT's files) and,
@@ -138,6 +139,18 @@ pub trait Policy<B: AutodiffBackend>: AutodiffModule<B> + Clone + Send + 'static
 
     /// Rows of the output distribution.
     fn vocab_size(&self) -> usize;
+
+    /// A value model on this policy's decoder with a new one-output head at every position,
+    /// seeded: PPO's critic when `critic.model` names none. The default refuses.
+    fn critic(&self, seed: u64) -> Result<ScoreModel<B>, TrainerError> {
+        let _ = seed;
+        Err(TrainerError::Config {
+            field: "critic.model".into(),
+            message: "this policy type cannot start a critic from its own weights: set \
+                      critic.model (an HF *ForTokenClassification folder with one label)"
+                .into(),
+        })
+    }
 }
 
 impl<B: AutodiffBackend> Policy<B> for CausalLm<B> {
@@ -247,5 +260,17 @@ impl<B: AutodiffBackend> Policy<B> for CausalLm<B> {
 
     fn vocab_size(&self) -> usize {
         self.config().vocab_size
+    }
+
+    /// [`ScoreModel::from_causal_lm`] of a copy (adapters merged), as verl starts its critic
+    /// from the actor's weights.
+    fn critic(&self, seed: u64) -> Result<ScoreModel<B>, TrainerError> {
+        Ok(ScoreModel::from_causal_lm(
+            self.clone(),
+            ScoreKind::Token,
+            1,
+            None,
+            seed,
+        )?)
     }
 }

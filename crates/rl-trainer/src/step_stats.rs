@@ -133,3 +133,31 @@ pub struct UpdateStats {
     /// applied and skipped updates, and their count.
     pub divergence: Option<(f64, usize)>,
 }
+
+/// What a step did with PPO's critic: its updates (sums) and the batch's values and returns
+/// as generated (verl's `critic/*` metrics).
+#[derive(Clone, Debug, Default)]
+pub struct CriticStats {
+    /// Sum of the applied updates' value losses.
+    pub loss_sum: f64,
+    /// Critic updates applied.
+    pub applied: usize,
+    /// Critic updates skipped (non-finite loss or gradient).
+    pub skipped: usize,
+    /// Sum of the applied updates' pre-clip gradient norms.
+    pub grad_norm_sum: f64,
+    /// Loss tokens where the clipped value term was the larger, over the applied updates.
+    pub clipped: usize,
+    /// Loss tokens of the applied updates.
+    pub tokens: usize,
+    /// 1 − Var(R − V) / (Var(R) + 1e-5) over the batch's loss tokens (Bessel-corrected).
+    pub explained_var: f64,
+    /// Mean V_old over the batch's loss tokens.
+    pub values_mean: f64,
+    /// Mean return over the batch's loss tokens.
+    pub returns_mean: f64,
+    /// With the KL penalty in the reward: the β this batch used and the batch's KL.
+    pub kl_in_reward: Option<(f64, f64)>,
+    /// False during the critic's warm-up steps (the policy was not updated).
+    pub policy_updated: bool,
+}

@@ -83,7 +83,7 @@ fn presets_carry_the_papers_defaults() {
         }
     );
     assert_eq!(c.optim.mini_batches, 4);
-    let e = c.apply_preset("ppo").unwrap_err().to_string();
+    let e = c.apply_preset("trpo").unwrap_err().to_string();
     assert!(
         e.contains("algorithm") && e.contains("da3po") && e.contains("dr_grpo"),
         "{e}"
@@ -1220,4 +1220,147 @@ fn discounted_reinforce_pp_trains_on_token_advantages() {
     });
     let e = c.validate().unwrap_err().to_string();
     assert!(e.contains("advantage.gamma"), "{e}");
+}
+
+/// PPO (`algorithm = "ppo"`) with one critic warm-up step and an adaptive KL penalty in the
+/// reward: the critic trains every step and the policy from step 2, both write their metrics,
+/// β moves, and a run resumed from step 2 reproduces the uninterrupted one (critic weights and
+/// moments in the checkpoint's `critic/`, β in `state.json`).
+#[test]
+fn ppo_trains_a_critic_and_resumes_exactly() {
+    let (a, _) = resumes_exactly_tweaked(0, "ppo", ppo_tweak);
+    let m = read_metrics(&a.join("metrics.jsonl")).unwrap();
+    let critic = |s: usize| m[s].critic.clone().expect("critic metrics");
+    assert!(
+        !critic(1).policy_updated && m[1].updates == 0,
+        "warm-up step"
+    );
+    assert!(critic(2).policy_updated && m[2].updates == 4);
+    for s in 1..=4 {
+        let c = critic(s);
+        assert_eq!(c.updates, 4, "one critic update per policy mini-batch");
+        assert!(c.value_loss.is_finite() && c.value_loss > 0.0, "{c:?}");
+        assert!(c.vf_explained_var.is_finite() && c.kl.is_some_and(f64::is_finite));
+    }
+    assert_ne!(critic(1).kl_coef, critic(4).kl_coef, "adaptive β");
+    assert!(
+        a.join("checkpoints/step-000004/critic/model.safetensors")
+            .exists()
+    );
+    assert!(
+        a.join("checkpoints/step-000004/critic/optimizer_params.json")
+            .exists()
+    );
+}
+
+fn ppo_tweak(c: &mut TrainConfig) {
+    c.apply_preset("ppo").unwrap();
+    let critic = c.critic.as_mut().unwrap();
+    critic.warmup_steps = 1;
+    critic.lr = Some(1e-3);
+    critic.gamma = 0.99;
+    critic.lam = 0.95;
+    critic.kl_in_reward = Some(rl_trainer::config::KlInRewardSection {
+        coef: 0.05,
+        penalty: rl_advantage::kl_reward::KlPenalty::Kl,
+        target_kl: Some(0.01),
+        horizon: 100.0,
+    });
+}
+
+/// The values + GAE phase on a real batch, against a derivation written here: each response's
+/// values are the critic's outputs at the positions that predict its tokens, read from the
+/// sequence forwarded alone (no padding); its reward sits on its last token; GAE runs backwards
+/// (δ_t = r_t + γV_{t+1} − V_t, A_t = δ_t + γλA_{t+1}), returns are A + V, and the advantages
+/// are whitened over every token of the batch with the Bessel-corrected variance.
+#[test]
+fn ppo_advantages_follow_gae_over_the_critics_values() {
+    use burn::tensor::{Int, Tensor, TensorData};
+    let a = tmp("ppo-gae");
+    let (mut cfg, train, eval, tok, model) = tiny_run("ppo", &a, 1);
+    let critic = cfg.critic.as_mut().unwrap();
+    critic.gamma = 0.9;
+    critic.lam = 0.8;
+    let (gamma, lam) = (0.9f64, 0.8f64);
+    let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+    let batch = t.collect_batch().unwrap();
+    let behaviour = t.behaviour(&batch.groups).unwrap();
+    let gae = t.gae_advantages(&batch.groups, &behaviour).unwrap();
+    let scorer = t.critic().unwrap().model();
+    let items: Vec<_> = batch.groups.iter().flat_map(|g| g.items.iter()).collect();
+    let (mut raw, mut returns, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for r in &items {
+        let ids: Vec<i64> = r
+            .prompt_ids
+            .iter()
+            .chain(&r.response)
+            .map(|&x| x as i64)
+            .collect();
+        let n = ids.len();
+        let input =
+            Tensor::<B, 2, Int>::from_data(TensorData::new(ids, [1, n]), &Default::default());
+        let scores: Vec<f32> = scorer
+            .token_scores(input, None)
+            .unwrap()
+            .into_data()
+            .to_vec()
+            .unwrap();
+        let p = r.prompt_ids.len();
+        let v: Vec<f64> = (0..r.response.len())
+            .map(|j| scores[p - 1 + j] as f64)
+            .collect();
+        let mut adv = vec![0.0; v.len()];
+        let (mut next_v, mut last) = (0.0, 0.0);
+        for j in (0..v.len()).rev() {
+            let reward = if j + 1 == v.len() { r.reward } else { 0.0 };
+            last = reward + gamma * next_v - v[j] + gamma * lam * last;
+            next_v = v[j];
+            adv[j] = last;
+        }
+        returns.push(adv.iter().zip(&v).map(|(a, b)| a + b).collect::<Vec<f64>>());
+        raw.push(adv);
+        values.push(v);
+    }
+    let flat: Vec<f64> = raw.iter().flatten().copied().collect();
+    let n = flat.len() as f64;
+    let mean = flat.iter().sum::<f64>() / n;
+    let var = flat.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    for i in 0..items.len() {
+        for j in 0..values[i].len() {
+            let close = |x: f64, y: f64| (x - y).abs() <= 2e-4 * (1.0 + y.abs());
+            assert!(
+                close(gae.targets.values[i][j] as f64, values[i][j]),
+                "V {i} {j}"
+            );
+            assert!(
+                close(gae.targets.returns[i][j] as f64, returns[i][j]),
+                "R {i} {j}"
+            );
+            let whitened = (raw[i][j] - mean) / (var + 1e-8).sqrt();
+            let got = gae.tokens.per_response[i][j] as f64;
+            assert!(close(got, whitened), "A {i} {j}: {got} vs {whitened}");
+        }
+    }
+    assert!(flat.iter().any(|&x| x != 0.0));
+}
+
+/// A critic is PPO's: given with another preset, or missing with `ppo`, the config names the
+/// field.
+#[test]
+fn critic_belongs_to_ppo() {
+    let c = TrainConfig {
+        critic: Some(Default::default()),
+        ..Default::default()
+    };
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("critic") && e.contains("ppo"), "{e}");
+    let mut c = TrainConfig::default();
+    c.apply_preset("ppo").unwrap();
+    c.validate().unwrap();
+    c.critic.as_mut().unwrap().lam = 1.5;
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("lam"), "{e}");
+    c.critic = None;
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("critic"), "{e}");
 }

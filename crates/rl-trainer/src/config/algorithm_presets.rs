@@ -34,7 +34,11 @@ impl TrainConfig {
     ///   `examples/reinforce_plus_plus_trainer`): the `reinforce_plus_plus[_baseline]` estimator
     ///   (advantages whitened over the batch's tokens), PPO clip 0.2/0.2 and token-mean (verl's
     ///   actor defaults, which that script keeps), no KL loss, no filter. verl's script puts a KL
-    ///   penalty in the reward (`use_kl_in_reward`), which rlvr does not offer.
+    ///   penalty in the reward (`use_kl_in_reward`), which rlvr offers only with `ppo`'s critic.
+    /// * `ppo` (verl's default algorithm, `ppo_trainer.yaml`): a critic (`[critic]`, its verl
+    ///   defaults: lr 10 × `optim.lr`, value clip 0.5, γ = λ = 1, no warm-up, no KL in the reward) whose GAE
+    ///   advantages replace `[advantage]`'s estimator, PPO clip 0.2/0.2, token-mean, no KL loss,
+    ///   no filter.
     ///
     /// Run-size fields (group size, batch sizes, lengths, learning rate, epochs, and the number of
     /// mini-batches except for GSPO) are left as they are.
@@ -155,6 +159,17 @@ impl TrainConfig {
                 };
                 self.reward.overlong = OverlongPolicy::Off;
             }
+            "ppo" => {
+                self.filter = FilterConfig::None;
+                self.loss = LossConfig {
+                    policy: ppo(0.2, 0.2, None),
+                    aggregation: Aggregation::TokenMean,
+                    kl: None,
+                    entropy_coef: 0.0,
+                    is_correction: Default::default(),
+                };
+                self.reward.overlong = OverlongPolicy::Off;
+            }
             other => {
                 return Err(TrainerError::Config {
                     field: "algorithm".into(),
@@ -163,6 +178,8 @@ impl TrainConfig {
                 });
             }
         }
+        // The critic is PPO's: the preset adds it with verl's defaults, the others drop it.
+        self.critic = (name == "ppo").then(super::CriticSection::default);
         self.algorithm = name.to_string();
         Ok(())
     }

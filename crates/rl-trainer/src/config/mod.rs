@@ -1,7 +1,7 @@
 //! The training configuration, algorithm presets and TOML overrides.
 //!
 //! A config names an `algorithm` preset (`grpo`, `dr_grpo`, `rloo`, `dapo`, `da3po`, `gspo`,
-//! `cispo`, `reinforce_pp`, `reinforce_pp_baseline`; [`ALGORITHMS`]) which sets
+//! `cispo`, `reinforce_pp`, `reinforce_pp_baseline`, `ppo`; [`ALGORITHMS`]) which sets
 //! the algorithm's paper defaults; every field can then be overridden in TOML, field by field.
 //! Unknown keys anywhere are errors. The resolved config is printed at start and saved beside
 //! checkpoints.
@@ -21,18 +21,20 @@ use rl_verifier::{OverlongPolicy, RewardMap, VerifierConfig};
 use serde::{Deserialize, Serialize};
 
 mod algorithm_presets;
+mod critic;
 mod distill;
 mod load;
 mod merge;
 mod remote;
 mod validate;
 
+pub use critic::{CriticSection, KlInRewardSection};
 pub use distill::{DISTILL_FORMS, DistillForm, DistillSection, TeacherServer};
 pub use merge::merge_toml;
 use remote::{default_concurrency, default_retries, default_timeout};
 
 /// Registered algorithm presets.
-pub const ALGORITHMS: [&str; 9] = [
+pub const ALGORITHMS: [&str; 10] = [
     "grpo",
     "dr_grpo",
     "rloo",
@@ -42,6 +44,7 @@ pub const ALGORITHMS: [&str; 9] = [
     "cispo",
     "reinforce_pp",
     "reinforce_pp_baseline",
+    "ppo",
 ];
 
 /// Where the policy comes from.
@@ -590,6 +593,9 @@ pub struct TrainConfig {
     /// On-policy distillation from a teacher (off unless present).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub distill: Option<DistillSection>,
+    /// PPO's value model and GAE (`algorithm = "ppo"`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critic: Option<CriticSection>,
 }
 
 impl Default for TrainConfig {
@@ -662,6 +668,7 @@ impl Default for TrainConfig {
             },
             probe: ProbeSection::default(),
             distill: None,
+            critic: None,
         };
         c.apply_preset("da3po").expect("registered preset");
         c
@@ -688,6 +695,16 @@ impl TrainConfig {
     /// The resolved config as TOML (printed at start, saved beside checkpoints).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# unserialisable config: {e}\n"))
+    }
+
+    /// Whether the run needs the frozen reference policy: a KL loss with β > 0, or a KL penalty
+    /// in the critic's rewards.
+    pub fn needs_reference(&self) -> bool {
+        self.loss.kl.is_some_and(|k| k.coef > 0.0)
+            || self
+                .critic
+                .as_ref()
+                .is_some_and(|c| c.kl_in_reward.is_some())
     }
 
     /// The reward mapping in use.

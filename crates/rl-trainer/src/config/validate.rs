@@ -206,6 +206,7 @@ impl TrainConfig {
         if let Some(d) = &self.distill {
             self.validate_distill(d)?;
         }
+        self.validate_critic()?;
         if let Some(b) = &self.rollout.budget {
             b.allocation()
                 .map_err(|e| config_error("rollout.budget", e))?;
@@ -221,6 +222,56 @@ impl TrainConfig {
                     ),
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// `[critic]`: present exactly with `algorithm = "ppo"`, its numbers, and what it cannot be
+    /// combined with yet.
+    fn validate_critic(&self) -> Result<(), TrainerError> {
+        let bad = |field: &str, message: String| {
+            Err(TrainerError::Config {
+                field: field.into(),
+                message,
+            })
+        };
+        let Some(c) = &self.critic else {
+            if self.algorithm == "ppo" {
+                return bad(
+                    "critic",
+                    "missing: algorithm = \"ppo\" trains a critic ([critic] section)".into(),
+                );
+            }
+            return Ok(());
+        };
+        if self.algorithm != "ppo" {
+            return bad(
+                "critic",
+                format!(
+                    "given with algorithm = \"{}\": a critic is PPO's (algorithm = \"ppo\"); \
+                     the other presets' advantages are critic-free",
+                    self.algorithm
+                ),
+            );
+        }
+        let lr = c.lr(self.optim.lr);
+        if !(lr.is_finite() && lr > 0.0) {
+            return bad("critic.lr", format!("{lr} (must be a finite number > 0)"));
+        }
+        if !(c.cliprange_value.is_finite() && c.cliprange_value > 0.0) {
+            return bad(
+                "critic.cliprange_value",
+                format!("{} (must be a finite number > 0)", c.cliprange_value),
+            );
+        }
+        c.gae().map_err(|e| config_error("critic", e))?;
+        c.kl_in_reward()
+            .map_err(|e| config_error("critic.kl_in_reward", e))?;
+        if self.distill.is_some() {
+            return bad(
+                "distill",
+                "given with a critic: both set the per-token advantages; use one".into(),
+            );
         }
         Ok(())
     }

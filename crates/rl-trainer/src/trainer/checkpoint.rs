@@ -1,6 +1,6 @@
 //! Checkpoints: `out_dir/checkpoints/step-NNNNNN`, written atomically (a temporary sibling
 //! folder renamed into place), with `latest` pointing at the newest. A checkpoint holds the HF
-//! safetensors weights, the optimizer moments, the [`TrainerState`] (RNG, data cursor, keep-rate
+//! safetensors weights, the optimizer moments, PPO's critic and its moments (`critic/`), the [`TrainerState`] (RNG, data cursor, keep-rate
 //! counts, group ids), the resolved config and, with asynchronous rollouts, the round generated
 //! for the next step (`inflight.json`), so that a resumed run continues bit for bit.
 
@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use burn::tensor::backend::AutodiffBackend;
 
+use super::critic::Critic;
 use super::state::{RoundReply, SavedRound, Start, SubmittedRound, Trainer, TrainerState};
 use crate::TrainerError;
 use crate::atomic_dir::atomic_dir;
@@ -40,13 +41,18 @@ pub(super) fn load<B: AutodiffBackend, P: Policy<B>>(
     }
     let policy = P::load(&ckpt.join("model"), device)?;
     let optim = AdamWOptimizer::new(&config.optim).load(&policy, ckpt, device)?;
+    let critic = config
+        .critic
+        .as_ref()
+        .map(|c| Critic::load(ckpt, c, &config.optim, device))
+        .transpose()?;
     let state_path = ckpt.join("state.json");
     let state: TrainerState = serde_json::from_str(
         &std::fs::read_to_string(&state_path).map_err(|e| TrainerError::io(&state_path, e))?,
     )
     .map_err(|e| err(format!("state.json: {e}")))?;
     let reference_dir = config.out_dir.join("reference");
-    let reference = if config.loss.kl.is_some_and(|k| k.coef > 0.0) {
+    let reference = if config.needs_reference() {
         Some(P::load(&reference_dir, device)?)
     } else {
         None
@@ -67,6 +73,7 @@ pub(super) fn load<B: AutodiffBackend, P: Policy<B>>(
         policy,
         reference,
         optim,
+        critic,
         state,
         inflight,
     })
@@ -124,6 +131,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         atomic_dir(&dir, |tmp| {
             policy.save_checkpoint(&tmp.join("model"))?;
             self.optim.save(policy, tmp)?;
+            if let Some(critic) = &self.critic {
+                critic.save(tmp)?;
+            }
             write_file(&tmp.join("state.json"), state.as_bytes())?;
             if let Some(r) = &inflight {
                 write_file(&tmp.join("inflight.json"), r.as_bytes())?;

@@ -135,9 +135,15 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// Whether the step's update takes π_old from its own forward pass: one epoch of one
     /// mini-batch (one optimizer update per batch, so π_old is exactly the policy being
     /// updated) and an importance-sampling correction that masks nothing; not with sampled-token
-    /// distillation, whose advantages need π_old before the update.
+    /// distillation, whose advantages need π_old before the update, nor with a KL penalty in the
+    /// critic's rewards, which reads π_old before the update too.
     pub fn old_from_update(&self) -> bool {
         !self.distills_sampled()
+            && self
+                .config
+                .critic
+                .as_ref()
+                .is_none_or(|c| c.kl_in_reward.is_none())
             && self.config.optim.epochs == 1
             && self.config.optim.mini_batches == 1
             && OldLogprobs::this_forward_allows(&self.is_correction)

@@ -6,11 +6,14 @@
 //! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
 //! | old/reference/teacher log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
 //! | token advantages (`[distill]`, REINFORCE++ with γ < 1) | `token_advantages.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
+//! | values + GAE (PPO, `[critic]`: replaces the two advantage phases) | `value_phases.rs` | kept groups + behaviour → critic values → per-token GAE advantages and returns ([`GaeAdvantages`]) |
 //! | update | `update.rs` | batch + advantages + behaviour + mini-batches ([`Trainer::minibatches`]) → [`UpdateStats`] |
+//! | critic update (PPO) | `value_phases.rs` | batch + returns + mini-batches → [`CriticStats`] |
 //! | sync weights | [`Trainer::sync_weights`] (here) | the policy → the engine's next version |
 //! | metrics | [`crate::metrics::step_metrics`] | every phase's output → [`StepMetrics`] |
 //!
 //! Around the loop: `state.rs` (the [`Trainer`] struct and the state the phases share),
+//! `critic.rs` (PPO's value model and its optimizer),
 //! `checkpoint.rs` (atomic save, exact resume), `held_out.rs` (held-out evaluation through
 //! [`crate::eval`], `rlvr eval`'s code), `probe.rs` (the Theorem 3.1 probe), `prompts.rs`
 //! (rendering and caching prompt ids), `teacher.rs` (the distillation teacher). Phase files
@@ -26,6 +29,7 @@
 //! as a [`RunEvent`], and the command line renders them.
 
 mod checkpoint;
+mod critic;
 mod held_out;
 mod logprobs;
 mod probe;
@@ -35,6 +39,7 @@ mod state;
 mod teacher;
 mod token_advantages;
 mod update;
+mod value_phases;
 
 use std::path::Path;
 use std::time::Instant;
@@ -47,8 +52,9 @@ use rl_rollout::{RolloutEngine, WeightsKind, WeightsRef};
 use rl_sampler::{DynamicBatcher, RolloutGroup};
 
 use crate::atomic_dir::atomic_dir;
-pub use crate::step_stats::{EpisodeStats, GenerationStats, UpdateStats};
+pub use crate::step_stats::{CriticStats, EpisodeStats, GenerationStats, UpdateStats};
 pub use checkpoint::{config_diff, latest_checkpoint};
+pub use critic::{CRITIC_DIR, Critic, CriticUpdate, ValueSeq};
 pub use logprobs::{Behaviour, BehaviourLogprobs, ImportanceWeights};
 pub(crate) use prompts::Prompts;
 pub use prompts::{answer_line, end_token_ids, stop_ids};
@@ -57,6 +63,7 @@ pub use state::{RoundReply, SubmittedRound, Trainer, TrainerState};
 use state::{Start, Writers};
 pub use token_advantages::TokenAdvantages;
 pub use update::{TrainBatch, plan_minibatches};
+pub use value_phases::{CriticTargets, GaeAdvantages};
 
 use crate::TrainerError;
 use crate::config::TrainConfig;
@@ -116,6 +123,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         eval: Option<Dataset>,
         device: B::Device,
     ) -> Result<Self, TrainerError> {
+        // The critic starts from the policy before any adapters (verl: the actor's weights).
+        let critic = config
+            .critic
+            .as_ref()
+            .map(|c| Critic::new(c, &config.optim, || policy.critic(config.seed), &device))
+            .transpose()?;
         let policy = match &config.model.lora {
             Some(lora) => {
                 lora.validate().map_err(|e| TrainerError::Config {
@@ -130,6 +143,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             policy,
             reference: None,
             optim: AdamWOptimizer::new(&config.optim),
+            critic,
             state: TrainerState::fresh(config.seed),
             inflight: None,
         };
@@ -168,6 +182,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             policy,
             reference,
             optim,
+            critic,
             mut state,
             inflight,
         } = start;
@@ -180,7 +195,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         {
             state.difficulty = Some(b.tracker()?);
         }
-        let uses_kl = config.loss.kl.is_some_and(|k| k.coef > 0.0);
+        if let Some(c) = &config.critic
+            && state.kl_in_reward.is_none()
+        {
+            state.kl_in_reward = c.kl_in_reward()?;
+        }
+        let uses_kl = config.needs_reference();
         let reference = if uses_kl {
             Some(reference.unwrap_or_else(|| policy.clone()))
         } else {
@@ -237,6 +257,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             reference,
             teacher,
             optim,
+            critic,
             prompts,
             verifier,
             estimator,
@@ -264,7 +285,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
     /// (docs/distributed.md; [`crate::distributed::Worker`] with the `distributed` feature).
     /// Every worker runs the same configuration from the same state; see [`crate::parallel`]
     /// for what each computes and exchanges. Rank 0 writes metrics and checkpoints.
-    /// Asynchronous rollouts (`rollout.max_staleness` ≥ 1) are not supported yet.
+    /// Asynchronous rollouts (`rollout.max_staleness` ≥ 1) and PPO's critic are not supported yet.
     ///
     /// The policy is forked ([`burn::module::Module::fork`]: the same weights, its own autodiff
     /// leaves), so that workers that are threads of one process may start from clones of one
@@ -277,6 +298,14 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         mut self,
         collective: Box<dyn Collective<B::InnerBackend>>,
     ) -> Result<Self, TrainerError> {
+        if self.critic.is_some() {
+            return Err(TrainerError::Config {
+                field: "critic".into(),
+                message: "PPO's critic with data-parallel workers is not supported yet: train \
+                          it in one process"
+                    .into(),
+            });
+        }
         if self.config.rollout.max_staleness > 0 {
             return Err(TrainerError::Config {
                 field: "rollout.max_staleness".into(),
@@ -381,6 +410,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         self.policy
             .as_ref()
             .expect("the policy is only taken during an update")
+    }
+
+    /// PPO's critic (`[critic]`; `None` for the critic-free algorithms).
+    pub fn critic(&self) -> Option<&Critic<B>> {
+        self.critic.as_ref()
     }
 
     /// Consumes the trainer, returning the policy.
@@ -504,7 +538,10 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         // `on_exhausted = "train_on_kept"` with no group kept: nothing to learn from, so no
         // advantages, log-probs or update; the step still counts and is logged.
         let learn = !batch.groups.is_empty();
-        let adv = if learn {
+        // PPO's advantages need the critic's values and the behaviour log-probs (below); the
+        // critic-free estimators' need only the rewards.
+        let ppo = self.critic.is_some();
+        let critic_free = if learn && !ppo {
             self.advantages(&batch.groups)?
         } else {
             BatchAdvantages {
@@ -515,21 +552,43 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         };
         self.prefetch()?; // k ≥ 1: the next step's first round generates during this update
 
-        let (behaviour, logprobs) = measured(|| -> Result<_, TrainerError> {
+        let (phase, logprobs) = measured(|| -> Result<_, TrainerError> {
             if !learn {
-                return Ok((Behaviour::default(), None));
+                return Ok((Behaviour::default(), critic_free, None, None));
             }
             let behaviour = self.behaviour(&batch.groups)?;
-            let tokens = self.token_advantages(&batch.groups, &adv.advantages, &behaviour)?;
-            Ok((behaviour, tokens))
+            if ppo {
+                let gae = self.gae_advantages(&batch.groups, &behaviour)?;
+                return Ok((
+                    behaviour,
+                    gae.advantages,
+                    Some(gae.tokens),
+                    Some(gae.targets),
+                ));
+            }
+            let tokens =
+                self.token_advantages(&batch.groups, &critic_free.advantages, &behaviour)?;
+            Ok((behaviour, critic_free, tokens, None))
         });
-        let (behaviour, tokens) = behaviour?;
+        let (behaviour, adv, tokens, targets) = phase?;
 
-        let (update, train) = measured(|| {
+        // PPO's critic warm-up: its first steps train only the critic.
+        let warmup = self.config.critic.as_ref().map_or(0, |c| c.warmup_steps);
+        let (updates, train) = measured(|| -> Result<_, TrainerError> {
             if !learn {
-                return Ok(UpdateStats::default());
+                return Ok((UpdateStats::default(), None));
             }
             let minibatches = self.minibatches(batch.groups.len());
+            let critic = match &targets {
+                Some(t) => Some(CriticStats {
+                    policy_updated: step > warmup,
+                    ..self.critic_update(&batch.groups, t, &minibatches)?
+                }),
+                None => None,
+            };
+            if step <= warmup {
+                return Ok((UpdateStats::default(), critic));
+            }
             let train = TrainBatch {
                 groups: &batch.groups,
                 advantages: &adv.advantages,
@@ -537,9 +596,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 behaviour: &behaviour,
                 minibatches: &minibatches,
             };
-            self.update(step, lr, &train)
+            Ok((self.update(step, lr, &train)?, critic))
         });
-        let update = update?;
+        let (update, critic) = updates?;
 
         let (version, sync) = measured(|| self.finish_step());
         let version = version?;
@@ -569,6 +628,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             },
             adaptive_sizes: self.config.rollout.budget.is_some(),
             distill_reverse_kl: tokens.and_then(|t| t.reverse_kl),
+            critic: critic.as_ref(),
         }))
     }
 

@@ -2,13 +2,14 @@
 //! state), the [`TrainerState`] a checkpoint restores, and the rounds in flight between the
 //! generation phase (`rounds.rs`) and a checkpoint (`checkpoint.rs`). The phases are `impl
 //! Trainer` blocks in their own files; this file defines what they share and imports none of
-//! them (only the leaf files `prompts.rs` and `teacher.rs`), so no file imports in a circle
+//! them (only the leaf files `critic.rs`, `prompts.rs` and `teacher.rs`), so no file imports in a circle
 //! (`python3 tools/import_cycles.py`).
 
 use burn::tensor::backend::AutodiffBackend;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rl_advantage::Estimator;
+use rl_advantage::kl_reward::KlInReward;
 use rl_env::Trajectory;
 use rl_loss::IsCorrection;
 use rl_rollout::Completion;
@@ -16,6 +17,7 @@ use rl_sampler::{DynamicBatcher, KeepRate};
 use rl_verifier::Verifier;
 use serde::{Deserialize, Serialize};
 
+use super::critic::Critic;
 use super::prompts::Prompts;
 use super::teacher::Teacher;
 use crate::config::TrainConfig;
@@ -51,6 +53,9 @@ pub struct TrainerState {
     /// Each prompt's running pass rate, with `[rollout.budget]` (its group sizes come from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub difficulty: Option<rl_sampler::DifficultyTracker>,
+    /// The KL penalty in the critic's rewards with its current β (`[critic.kl_in_reward]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kl_in_reward: Option<KlInReward>,
 }
 
 impl TrainerState {
@@ -65,6 +70,7 @@ impl TrainerState {
             keep_rate: KeepRate::default(),
             consecutive_skips: 0,
             difficulty: None,
+            kl_in_reward: None,
         }
     }
 }
@@ -74,6 +80,7 @@ pub(super) struct Start<B: AutodiffBackend, P: Policy<B>> {
     pub(super) policy: P,
     pub(super) reference: Option<P>,
     pub(super) optim: AdamWOptimizer<B, P>,
+    pub(super) critic: Option<Critic<B>>,
     pub(super) state: TrainerState,
     pub(super) inflight: Option<SavedRound>,
 }
@@ -85,6 +92,8 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     pub(super) reference: Option<P>,
     pub(super) teacher: Option<Teacher<P>>,
     pub(super) optim: AdamWOptimizer<B, P>,
+    /// PPO's value model (`[critic]`).
+    pub(super) critic: Option<Critic<B>>,
     pub(super) prompts: Prompts,
     pub(super) verifier: Box<dyn Verifier>,
     pub(super) estimator: Estimator,
