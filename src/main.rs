@@ -30,8 +30,10 @@ enum Command {
     Generate(cli::generate::GenerateArgs),
     /// Online data mixing (uniform, ODM, HDS) on an LM trained on text domains, from a TOML config.
     Mix(cli::mix::MixArgs),
-    /// Train with GRPO / Dr. GRPO / DAPO / DA3PO / GSPO from a TOML config (embedded arithmetic run without model.path).
+    /// Train with GRPO / Dr. GRPO / DAPO / DA3PO / GSPO / PPO from a TOML config (embedded arithmetic run without model.path).
     Train(cli::train::TrainArgs),
+    /// Train a reward model on preference pairs (JSON lines prompt/chosen/rejected) with TRL's Bradley-Terry loss.
+    TrainRm(cli::train_rm::TrainRmArgs),
     /// The orchestrator that joins the processes of a data-parallel `rlvr train --world-size N`.
     Orchestrator(cli::orchestrator::OrchestratorArgs),
     /// Compare algorithms (default GRPO, DAPO, DA3PO) on the embedded task over seeds at equal rollout budgets.
@@ -73,6 +75,7 @@ fn main() {
         Command::Eval(args) => cli::eval::run(args, &mut io),
         Command::Mix(args) => cli::mix::run(args, &mut io),
         Command::Train(args) => cli::train::run(args, &mut io),
+        Command::TrainRm(args) => cli::train_rm::run(args, &mut io),
         Command::Compare(args) => cli::compare::run(args, &mut io),
         Command::Study(args) => cli::study::run(args, &mut io),
         Command::Orchestrator(args) => cli::orchestrator::run(args, &mut io),

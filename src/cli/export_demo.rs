@@ -7,7 +7,10 @@
 //!   text, not a special token) and a `tokenizer_config.json` naming its end and padding tokens,
 //!   which `transformers` loads;
 //! * `DIR/train.jsonl`, `DIR/heldout.jsonl`: one prompt per line, `prompt` (the text the model
-//!   sees, template applied), `solution` (the answer, TRL's column name), `tier` and `problem`.
+//!   sees, template applied), `solution` (the answer, TRL's column name), `tier` and `problem`;
+//! * `DIR/preferences_train.jsonl`, `DIR/preferences_heldout.jsonl`: one preference pair per
+//!   prompt for `rlvr train-rm` (TRL's `prompt`/`chosen`/`rejected` text columns): the right
+//!   `Answer: n` preferred to a wrong one, n + d with d drawn (seeded) from ±1…±11.
 //!
 //! A `rlvr train` config that reads these uses `data.template = "raw"` and `data.answer_key =
 //! "solution"`; the model then sees exactly the embedded run's prompts.
@@ -73,6 +76,42 @@ fn write_prompts(
     std::fs::write(path, out).map_err(|e| TrainerError::io(path, e))
 }
 
+/// Writes one preference pair per prompt of `data`: `prompt` (rendered by `renderer`),
+/// `chosen` = `Answer: <answer>`, `rejected` = `Answer: <answer + d>` with d uniform over
+/// ±1…±11 (seeded by `seed`), and `tier`. Answers that are not integers are an error.
+fn write_preferences(
+    path: &Path,
+    data: &Dataset,
+    renderer: &PromptRenderer,
+    seed: u64,
+) -> Result<(), TrainerError> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut out = String::new();
+    for p in &data.prompts {
+        let PromptText::Text(problem) = &p.text else {
+            return Err(TrainerError::Config {
+                field: "task".into(),
+                message: "the embedded task has text prompts only".into(),
+            });
+        };
+        let answer: i64 = p.answer.parse().map_err(|_| TrainerError::Config {
+            field: "task".into(),
+            message: format!("answer {:?} is not an integer", p.answer),
+        })?;
+        let d = rng.random_range(1..=11i64) * if rng.random_bool(0.5) { 1 } else { -1 };
+        let line = serde_json::json!({
+            "prompt": renderer.user_text(problem),
+            "chosen": format!("Answer: {answer}"),
+            "rejected": format!("Answer: {}", answer + d),
+            "tier": p.tier,
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+    std::fs::write(path, out).map_err(|e| TrainerError::io(path, e))
+}
+
 /// Marks the added tokens that are text (the task's `Answer:`) as not special in the saved
 /// `tokenizer.json`: ids and encoding are unchanged, but a trainer that decodes with
 /// `skip_special_tokens=True` (TRL) then keeps `Answer:` in the text its reward function reads,
@@ -103,6 +142,18 @@ impl BackendJob for Job<'_> {
         let renderer = PromptRenderer::new(&demo.train.data);
         write_prompts(&out.join("train.jsonl"), &data.train, &renderer)?;
         write_prompts(&out.join("heldout.jsonl"), &data.eval, &renderer)?;
+        write_preferences(
+            &out.join("preferences_train.jsonl"),
+            &data.train,
+            &renderer,
+            args.seed,
+        )?;
+        write_preferences(
+            &out.join("preferences_heldout.jsonl"),
+            &data.eval,
+            &renderer,
+            args.seed ^ 0x5eed,
+        )?;
         let _ = writeln!(
             log,
             "export-demo: {} training and {} held-out prompts; warm-start ({} updates, seed {})",

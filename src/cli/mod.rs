@@ -19,6 +19,7 @@ pub mod score;
 pub mod study;
 pub mod theory;
 pub mod train;
+pub mod train_rm;
 pub mod verify;
 
 /// Exit code for success.

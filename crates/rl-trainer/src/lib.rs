@@ -55,6 +55,7 @@ pub mod parallel;
 pub mod policy;
 pub mod policy_update;
 pub mod probe_records;
+pub mod reward_model;
 pub mod run;
 pub mod scoring;
 pub mod sft;

@@ -1253,6 +1253,31 @@ fn ppo_trains_a_critic_and_resumes_exactly() {
     );
 }
 
+/// PPO with asynchronous rollouts (one version of staleness): the critic reads the prefetched
+/// round's values at update time, and a resumed run (the round in `inflight.json`) reproduces
+/// the uninterrupted one.
+#[test]
+fn ppo_with_asynchronous_rollouts_resumes_exactly() {
+    let (a, _) = resumes_exactly_tweaked(1, "ppo", ppo_tweak);
+    let m = read_metrics(&a.join("metrics.jsonl")).unwrap();
+    assert!(m[1..].iter().all(|s| s.critic.is_some()));
+}
+
+/// Data-parallel workers do not train a critic yet: joining a world is refused, naming the
+/// field.
+#[test]
+fn ppo_refuses_data_parallel_workers() {
+    let a = tmp("ppo-dp");
+    let (cfg, train, eval, tok, model) = tiny_run("ppo", &a, 1);
+    let t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+    let e = t
+        .with_collective(Box::new(rl_trainer::SingleProcess))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("critic"), "{e}");
+}
+
 fn ppo_tweak(c: &mut TrainConfig) {
     c.apply_preset("ppo").unwrap();
     let critic = c.critic.as_mut().unwrap();
