@@ -172,6 +172,10 @@ pub struct StepMetrics {
     /// Turns and tool use of the step's generated episodes (multi-turn runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episodes: Option<EpisodeMetrics>,
+    /// With `[reward.model]`: the mean verifier reward (shaped, before weighting) and the mean
+    /// raw reward-model score of the step's generated responses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reward_parts: Option<[f64; 2]>,
     /// PPO's critic (`algorithm = "ppo"` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub critic: Option<CriticMetrics>,
@@ -433,6 +437,13 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
         distill_divergence: update.divergence.map(|(s, n)| s / n.max(1) as f64),
         episodes: EpisodeMetrics::from_stats(&rollout.episodes),
         critic: r.critic.map(CriticMetrics::from_stats),
+        reward_parts: (rollout.reward_parts.responses > 0).then(|| {
+            let n = rollout.reward_parts.responses as f64;
+            [
+                rollout.reward_parts.verifier_sum / n,
+                rollout.reward_parts.model_sum / n,
+            ]
+        }),
         eval: None,
     }
 }

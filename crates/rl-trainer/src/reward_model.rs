@@ -263,13 +263,32 @@ fn scores<BB: Backend>(
     Ok(model.sequence_scores(input, &lengths)?.reshape([n]))
 }
 
+/// The score of every sequence of `seqs` (each non-empty), `micro` sequences per forward.
+pub fn score_sequences<BB: Backend>(
+    model: &ScoreModel<BB>,
+    seqs: &[&[u32]],
+    micro: usize,
+) -> Result<Vec<f32>, TrainerError> {
+    let device = model.body.device();
+    let mut out = Vec::with_capacity(seqs.len());
+    for chunk in seqs.chunks(micro.max(1)) {
+        out.extend(
+            scores(model, chunk, &device)?
+                .into_data()
+                .convert::<f32>()
+                .into_vec::<f32>()
+                .map_err(|e| batch_error(format!("reading scores: {e:?}")))?,
+        );
+    }
+    Ok(out)
+}
+
 /// How many of `pairs` `model` ranks right, `micro` pairs per forward.
 pub fn pair_accuracy<BB: Backend>(
     model: &ScoreModel<BB>,
     pairs: &[PreferencePair],
     micro: usize,
 ) -> Result<PairAccuracy, TrainerError> {
-    let device = model.body.device();
     let mut out = PairAccuracy::default();
     for chunk in pairs.chunks(micro.max(1)) {
         let seqs: Vec<&[u32]> = chunk
@@ -277,11 +296,7 @@ pub fn pair_accuracy<BB: Backend>(
             .map(|p| p.chosen.as_slice())
             .chain(chunk.iter().map(|p| p.rejected.as_slice()))
             .collect();
-        let s: Vec<f32> = scores(model, &seqs, &device)?
-            .into_data()
-            .convert::<f32>()
-            .into_vec()
-            .map_err(|e| batch_error(format!("reading scores: {e:?}")))?;
+        let s = score_sequences(model, &seqs, 2 * chunk.len())?;
         let k = chunk.len();
         for i in 0..k {
             out.pairs += 1;

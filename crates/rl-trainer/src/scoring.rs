@@ -49,6 +49,10 @@ pub struct ScoredResponse {
     /// What happened in a multi-turn episode (`None` for single-turn rollouts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episode: Option<EpisodeSummary>,
+    /// With `[reward.model]`: the reward model's raw score, whose weighted (normalised) value
+    /// `reward` includes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_score: Option<f64>,
 }
 
 impl Scored for ScoredResponse {
@@ -248,6 +252,7 @@ impl Scorer<'_> {
             tier: prompt.tier.clone(),
             sampled,
             episode,
+            model_score: None,
         })
     }
 

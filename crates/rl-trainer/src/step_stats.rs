@@ -44,6 +44,28 @@ pub struct GenerationStats {
     pub episodes: EpisodeStats,
     /// Smallest and largest group generated (they differ with `[rollout.budget]`).
     pub group_size_range: Option<(usize, usize)>,
+    /// With `[reward.model]`: the two parts of the generated responses' rewards.
+    pub reward_parts: RewardPartSums,
+}
+
+/// Sums of the verifier's and the reward model's parts of the rewards (`[reward.model]`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RewardPartSums {
+    /// Σ verifier reward (shaped, before weighting).
+    pub verifier_sum: f64,
+    /// Σ raw reward-model score.
+    pub model_sum: f64,
+    /// Responses scored by the reward model.
+    pub responses: usize,
+}
+
+impl RewardPartSums {
+    /// Adds another round's sums.
+    pub fn add(&mut self, other: &Self) {
+        self.verifier_sum += other.verifier_sum;
+        self.model_sum += other.model_sum;
+        self.responses += other.responses;
+    }
 }
 
 /// Sums over generated multi-turn episodes.

@@ -1389,3 +1389,68 @@ fn critic_belongs_to_ppo() {
     let e = c.validate().unwrap_err().to_string();
     assert!(e.contains("critic"), "{e}");
 }
+
+/// `[reward.model]` with the verifier's weight 0: every response's reward is the reward model's
+/// score normalised over its round, times the weight — the score read here from the sequence
+/// forwarded alone (no padding) through `ScoreModel::sequence_scores`, the normalisation
+/// written out — while correctness stays the verifier's; the metrics carry both parts.
+#[test]
+fn a_reward_model_scores_each_round() {
+    use burn::tensor::{Int, Tensor, TensorData};
+    use rl_models::{ScoreKind, ScoreModel};
+    let a = tmp("reward-model");
+    let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 1);
+    let rm_dir = a.join("rm");
+    ScoreModel::from_causal_lm(model.clone(), ScoreKind::Sequence, 1, None, 7)
+        .unwrap()
+        .save(&rm_dir)
+        .unwrap();
+    cfg.reward.verifier_weight = 0.0;
+    cfg.reward.model = Some(rl_trainer::config::RewardModelSection {
+        path: rm_dir.clone(),
+        weight: 2.0,
+        normalize: rl_trainer::config::ScoreNormalization::Round,
+        micro_batch: 3,
+    });
+    cfg.batch.max_gen_rounds = 1;
+    let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+    let batch = t.collect_batch().unwrap();
+    let rm = ScoreModel::<common::Inner>::load(&rm_dir, &Default::default()).unwrap();
+    let items: Vec<_> = batch.groups.iter().flat_map(|g| g.items.iter()).collect();
+    let raw: Vec<f64> = items
+        .iter()
+        .map(|r| {
+            let ids: Vec<i64> = r
+                .prompt_ids
+                .iter()
+                .chain(&r.response)
+                .map(|&x| x as i64)
+                .collect();
+            let n = ids.len();
+            let input = Tensor::<common::Inner, 2, Int>::from_data(
+                TensorData::new(ids, [1, n]),
+                &Default::default(),
+            );
+            let s: Vec<f32> = rm
+                .sequence_scores(input, &[n])
+                .unwrap()
+                .into_data()
+                .to_vec()
+                .unwrap();
+            s[0] as f64
+        })
+        .collect();
+    let n = raw.len() as f64;
+    let mean = raw.iter().sum::<f64>() / n;
+    let std = (raw.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n).sqrt();
+    for (r, s) in items.iter().zip(&raw) {
+        let want = 2.0 * (s - mean) / (std + 1e-6);
+        assert!(
+            (r.reward - want).abs() < 1e-3 * (1.0 + want.abs()),
+            "{} vs {want}",
+            r.reward
+        );
+        assert!((r.model_score.unwrap() - s).abs() < 1e-4 * (1.0 + s.abs()));
+    }
+    assert!(batch.stats.reward_parts.responses == items.len());
+}

@@ -26,12 +26,14 @@ mod distill;
 mod load;
 mod merge;
 mod remote;
+mod reward_model;
 mod validate;
 
 pub use critic::{CriticSection, KlInRewardSection};
 pub use distill::{DISTILL_FORMS, DistillForm, DistillSection, TeacherServer};
 pub use merge::merge_toml;
 use remote::{default_concurrency, default_retries, default_timeout};
+pub use reward_model::{RewardModelSection, ScoreNormalization};
 
 /// Registered algorithm presets.
 pub const ALGORITHMS: [&str; 10] = [
@@ -446,6 +448,20 @@ pub struct RewardSection {
     /// Overlong handling.
     #[serde(default)]
     pub overlong: OverlongPolicy,
+    /// The verifier's reward's weight in the total when a reward model adds its score.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub verifier_weight: f64,
+    /// A reward model's score added to the reward (off unless present).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<RewardModelSection>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
 }
 
 /// Optimisation.
@@ -643,6 +659,8 @@ impl Default for TrainConfig {
                 verifier: VerifierConfig::from_name("dapo").expect("registered"),
                 rewards: None,
                 overlong: OverlongPolicy::Off,
+                verifier_weight: 1.0,
+                model: None,
             },
             optim: OptimSection {
                 lr: 1e-6,

@@ -207,6 +207,7 @@ impl TrainConfig {
             self.validate_distill(d)?;
         }
         self.validate_critic()?;
+        self.validate_reward_model()?;
         if let Some(b) = &self.rollout.budget {
             b.allocation()
                 .map_err(|e| config_error("rollout.budget", e))?;
@@ -272,6 +273,38 @@ impl TrainConfig {
                 "distill",
                 "given with a critic: both set the per-token advantages; use one".into(),
             );
+        }
+        Ok(())
+    }
+
+    /// `reward.verifier_weight` and `[reward.model]`.
+    fn validate_reward_model(&self) -> Result<(), TrainerError> {
+        let w = self.reward.verifier_weight;
+        if !(w.is_finite() && w >= 0.0) {
+            return Err(config_error(
+                "reward.verifier_weight",
+                format!("{w} (must be a finite number >= 0)"),
+            ));
+        }
+        let Some(m) = &self.reward.model else {
+            if w != 1.0 {
+                return Err(config_error(
+                    "reward.verifier_weight",
+                    format!(
+                        "{w} without [reward.model]: the verifier's reward is the whole reward"
+                    ),
+                ));
+            }
+            return Ok(());
+        };
+        if !(m.weight.is_finite() && m.weight >= 0.0) {
+            return Err(config_error(
+                "reward.model.weight",
+                format!("{} (must be a finite number >= 0)", m.weight),
+            ));
+        }
+        if m.micro_batch == 0 {
+            return Err(config_error("reward.model.micro_batch", "0 (must be >= 1)"));
         }
         Ok(())
     }

@@ -2,7 +2,7 @@
 //!
 //! | phase | file | what it reads → what it returns |
 //! |---|---|---|
-//! | generate, score, filter | `rounds.rs` | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
+//! | generate, score, filter | `rounds.rs` (a reward model's scores: `model_rewards.rs`) | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
 //! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
 //! | old/reference/teacher log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
 //! | token advantages (`[distill]`, REINFORCE++ with γ < 1) | `token_advantages.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
@@ -32,6 +32,7 @@ mod checkpoint;
 mod critic;
 mod held_out;
 mod logprobs;
+mod model_rewards;
 mod probe;
 mod prompts;
 mod rounds;
@@ -207,6 +208,12 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             None
         };
         let verifier = config.build_verifier()?;
+        let reward_model = config
+            .reward
+            .model
+            .as_ref()
+            .map(|m| load_reward_model::<B::InnerBackend>(&m.path, &device))
+            .transpose()?;
         let estimator = config.build_estimator()?;
         let batcher = DynamicBatcher::new(config.batch, config.build_filter()?)?;
         let episodes = Episodes::of(&config)?;
@@ -258,6 +265,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             teacher,
             optim,
             critic,
+            reward_model,
             prompts,
             verifier,
             estimator,
@@ -722,6 +730,30 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         }
         Ok(())
     }
+}
+
+/// The reward model of `[reward.model]`: a one-label sequence classifier.
+fn load_reward_model<BB: burn::tensor::backend::Backend>(
+    path: &Path,
+    device: &BB::Device,
+) -> Result<rl_models::ScoreModel<BB>, TrainerError> {
+    let m = rl_models::ScoreModel::<BB>::load(path, device).map_err(|e| TrainerError::Config {
+        field: "reward.model.path".into(),
+        message: e.to_string(),
+    })?;
+    if m.kind() != rl_models::ScoreKind::Sequence || m.num_labels() != 1 {
+        return Err(TrainerError::Config {
+            field: "reward.model.path".into(),
+            message: format!(
+                "{}: a reward model is a sequence classifier with one label, not a {:?} \
+                 classifier with {} labels",
+                path.display(),
+                m.kind(),
+                m.num_labels()
+            ),
+        });
+    }
+    Ok(m)
 }
 
 /// The advantage phase's inputs: one [`Sample`] per response (its group id, reward and verdict)

@@ -210,6 +210,9 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
                 g.group = GroupId(self.state.next_group);
                 self.state.next_group += 1;
             }
+            if let Some(parts) = self.add_model_rewards(&mut groups)? {
+                stats.reward_parts.add(&parts);
+            }
             if let Some(t) = &mut self.state.difficulty {
                 for g in &groups {
                     t.observe(g.prompt, g.correct_count(), g.items.len());

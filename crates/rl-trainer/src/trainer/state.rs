@@ -94,6 +94,8 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     pub(super) optim: AdamWOptimizer<B, P>,
     /// PPO's value model (`[critic]`).
     pub(super) critic: Option<Critic<B>>,
+    /// The reward model of `[reward.model]` (no graph).
+    pub(super) reward_model: Option<rl_models::ScoreModel<B::InnerBackend>>,
     pub(super) prompts: Prompts,
     pub(super) verifier: Box<dyn Verifier>,
     pub(super) estimator: Estimator,

@@ -33,6 +33,9 @@ pub fn task_config(algo: &str, out: &Path, steps: usize) -> TrainConfig {
 /// The CPU training backend of the tests.
 pub type B = Autodiff<Flex>;
 
+/// Its inner backend (models without a graph).
+pub type Inner = Flex;
+
 /// A fresh, empty temporary folder `rlvr-<prefix>-<pid>-<name>`, removed when the returned
 /// guard drops — unless the test is failing (panicking), so that its logs and checkpoints stay
 /// for a look.
