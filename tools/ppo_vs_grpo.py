@@ -99,7 +99,9 @@ def plot(seeds: list[Path], out: Path, title: str) -> None:
     k = evaluations(seeds[0] / "grpo")[-1][1]["overall"]["k"]
     ax[0].set(xlabel="generated responses", ylabel=f"held-out avg@{k}", title="accuracy")
     ax[1].set(xlabel="step", ylabel="value loss (token mean)", title="PPO's critic: value loss")
-    ax[2].set(xlabel="step", ylabel="1 − Var(R − V)/Var(R)", title="PPO's critic: explained variance")
+    # A step whose returns are all equal (every reward 0) has Var(R) = 0 and an unbounded ratio.
+    ax[2].set(xlabel="step", ylabel="1 − Var(R − V)/Var(R)", ylim=(-2, 1),
+              title="PPO's critic: explained variance (clipped to [−2, 1])")
     for a in ax:
         a.grid(alpha=0.3)
         a.legend()
