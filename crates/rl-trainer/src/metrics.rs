@@ -172,15 +172,30 @@ pub struct StepMetrics {
     /// Turns and tool use of the step's generated episodes (multi-turn runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub episodes: Option<EpisodeMetrics>,
-    /// With `[reward.model]`: the mean verifier reward (shaped, before weighting) and the mean
-    /// raw reward-model score of the step's generated responses.
+    /// With `[reward.model]` or `[reward.judge]`: the parts of the generated responses' rewards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reward_parts: Option<[f64; 2]>,
+    pub reward_parts: Option<RewardParts>,
     /// PPO's critic (`algorithm = "ppo"` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub critic: Option<CriticMetrics>,
     /// Evaluation after this step, if one ran.
     pub eval: Option<EvalReport>,
+}
+
+/// The parts of a step's rewards, means over its generated responses, before weighting.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RewardParts {
+    /// The verifier's shaped reward.
+    pub verifier: f64,
+    /// The reward model's raw score (`[reward.model]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<f64>,
+    /// The judge's reward (`[reward.judge]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<f64>,
+    /// Judge replies its rule could not read (each a reward of 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_unparsed: Option<usize>,
 }
 
 /// PPO's critic in a step (verl's `critic/*` metrics).
@@ -338,6 +353,9 @@ pub struct StepRecord<'a> {
     pub distill_reverse_kl: Option<(f64, usize)>,
     /// PPO's critic.
     pub critic: Option<&'a CriticStats>,
+    /// Which parts besides the verifier's the rewards have: (reward model, judge); `None`:
+    /// the verifier's alone.
+    pub reward_parts: Option<(bool, bool)>,
 }
 
 /// The metrics phase: every field of a step's [`StepMetrics`] from the outputs of the other
@@ -437,12 +455,15 @@ pub fn step_metrics(r: &StepRecord<'_>) -> StepMetrics {
         distill_divergence: update.divergence.map(|(s, n)| s / n.max(1) as f64),
         episodes: EpisodeMetrics::from_stats(&rollout.episodes),
         critic: r.critic.map(CriticMetrics::from_stats),
-        reward_parts: (rollout.reward_parts.responses > 0).then(|| {
-            let n = rollout.reward_parts.responses as f64;
-            [
-                rollout.reward_parts.verifier_sum / n,
-                rollout.reward_parts.model_sum / n,
-            ]
+        reward_parts: r.reward_parts.map(|(model, judge)| {
+            let p = &rollout.reward_parts;
+            let n = p.responses.max(1) as f64;
+            RewardParts {
+                verifier: p.verifier_sum / n,
+                model: model.then_some(p.model_sum / n),
+                judge: judge.then_some(p.judge_sum / n),
+                judge_unparsed: judge.then_some(p.judge_unparsed),
+            }
         }),
         eval: None,
     }

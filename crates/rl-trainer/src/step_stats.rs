@@ -44,18 +44,22 @@ pub struct GenerationStats {
     pub episodes: EpisodeStats,
     /// Smallest and largest group generated (they differ with `[rollout.budget]`).
     pub group_size_range: Option<(usize, usize)>,
-    /// With `[reward.model]`: the two parts of the generated responses' rewards.
+    /// With `[reward.model]` or `[reward.judge]`: the parts of the generated responses' rewards.
     pub reward_parts: RewardPartSums,
 }
 
-/// Sums of the verifier's and the reward model's parts of the rewards (`[reward.model]`).
+/// Sums of the parts of the rewards (`[reward.model]`, `[reward.judge]`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RewardPartSums {
     /// Σ verifier reward (shaped, before weighting).
     pub verifier_sum: f64,
     /// Σ raw reward-model score.
     pub model_sum: f64,
-    /// Responses scored by the reward model.
+    /// Σ judge reward.
+    pub judge_sum: f64,
+    /// Judge replies its rule could not read (reward 0).
+    pub judge_unparsed: usize,
+    /// Responses rewarded.
     pub responses: usize,
 }
 
@@ -64,6 +68,8 @@ impl RewardPartSums {
     pub fn add(&mut self, other: &Self) {
         self.verifier_sum += other.verifier_sum;
         self.model_sum += other.model_sum;
+        self.judge_sum += other.judge_sum;
+        self.judge_unparsed += other.judge_unparsed;
         self.responses += other.responses;
     }
 }

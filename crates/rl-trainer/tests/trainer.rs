@@ -1454,3 +1454,127 @@ fn a_reward_model_scores_each_round() {
     }
     assert!(batch.stats.reward_parts.responses == items.len());
 }
+
+/// A scripted OpenAI-compatible chat server on 127.0.0.1 for the judge: it answers every
+/// request with `reply(request body)` until the returned guard drops.
+fn scripted_chat_server(
+    reply: impl Fn(&str) -> String + Send + Sync + 'static,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    std::thread::spawn(move || {
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((stream, _)) = listener.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                continue;
+            };
+            stream.set_nonblocking(false).unwrap();
+            let mut r = BufReader::new(stream);
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0u8; len];
+            let _ = r.read_exact(&mut body);
+            let content = reply(&String::from_utf8_lossy(&body));
+            let json = serde_json::json!({"choices": [{"message": {"role": "assistant", "content": content}}]})
+                .to_string();
+            let mut s = r.into_inner();
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{json}",
+                json.len()
+            );
+        }
+    });
+    (url, stop)
+}
+
+/// `[reward.judge]` beside the verifier: every response's reward is the verifier's plus
+/// `judge_weight` × the judge's, where the scripted judge gives `Score: 10` (reward 1) when the
+/// response it is shown contains the reference answer it is shown, `Score: 0` otherwise, and an
+/// unreadable reply to every response that holds the digit 7 — those are rewards of 0, counted
+/// in the metrics. The judge sees the problem, the reference and the decoded response.
+#[test]
+fn a_judge_adds_its_reward_and_counts_unreadable_replies() {
+    let (url, stop) = scripted_chat_server(|body| {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        let text = v["messages"][0]["content"].as_str().unwrap().to_string();
+        let field = |name: &str| {
+            text.split(&format!("<{name}>"))
+                .nth(1)
+                .and_then(|t| t.split(&format!("</{name}>")).next())
+                .unwrap_or("")
+                .to_string()
+        };
+        let (reference, response) = (field("ref"), field("resp"));
+        if response.contains('7') {
+            "I cannot tell.".into()
+        } else if !reference.is_empty() && response.contains(&reference) {
+            "Score: 10".into()
+        } else {
+            "Score: 0".into()
+        }
+    });
+    let a = tmp("judge");
+    let (mut cfg, train, eval, tok, model) = tiny_run("grpo", &a, 1);
+    cfg.reward.judge_weight = 0.5;
+    cfg.reward.judge = Some(rl_rollout::JudgeConfig {
+        url,
+        model: "judge".into(),
+        rubric: "Q <q>{question}</q> <ref>{reference}</ref> <resp>{response}</resp>".into(),
+        rule: rl_rollout::JudgeRule::Number {
+            marker: "Score:".into(),
+            min: 0.0,
+            max: 10.0,
+        },
+        temperature: 0.0,
+        max_tokens: 8,
+        seed: 0,
+        concurrency: 2,
+        retry: Default::default(),
+        api_key: None,
+    });
+    cfg.rollout.max_new_tokens = 6;
+    let verifier = cfg.build_verifier().unwrap();
+    let rewards = cfg.reward_map();
+    let answers: Vec<String> = train.prompts.iter().map(|p| p.answer.clone()).collect();
+    let mut t = Trainer::new(cfg, model, tok, train, Some(eval), Default::default()).unwrap();
+    let batch = t.collect_batch().unwrap();
+    let mut unparsed = 0;
+    for r in batch.groups.iter().flat_map(|g| g.items.iter()) {
+        let answer = &answers[r.prompt_index];
+        let v = rewards.reward_for(&verifier.verify(&r.text, answer));
+        let judged = if r.text.contains('7') {
+            unparsed += 1;
+            0.0
+        } else if r.text.contains(answer.as_str()) {
+            1.0
+        } else {
+            0.0
+        };
+        assert!(
+            (r.reward - (v + 0.5 * judged)).abs() < 1e-9,
+            "{}: {} vs {v} + {judged}/2",
+            r.text,
+            r.reward
+        );
+    }
+    let parts = batch.stats.reward_parts;
+    assert_eq!(parts.judge_unparsed, unparsed);
+    assert!(
+        unparsed > 0,
+        "the scripted replies exercise the unreadable case"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+}

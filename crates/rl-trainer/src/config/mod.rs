@@ -454,6 +454,13 @@ pub struct RewardSection {
     /// A reward model's score added to the reward (off unless present).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<RewardModelSection>,
+    /// An LLM judge's reward (in [0, 1]) added to the reward (off unless present): any
+    /// OpenAI-compatible chat server ([`rl_rollout::JudgeConfig`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<rl_rollout::JudgeConfig>,
+    /// The judge's reward's weight in the total.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub judge_weight: f64,
 }
 
 fn one() -> f64 {
@@ -661,6 +668,8 @@ impl Default for TrainConfig {
                 overlong: OverlongPolicy::Off,
                 verifier_weight: 1.0,
                 model: None,
+                judge: None,
+                judge_weight: 1.0,
             },
             optim: OptimSection {
                 lr: 1e-6,

@@ -277,24 +277,37 @@ impl TrainConfig {
         Ok(())
     }
 
-    /// `reward.verifier_weight` and `[reward.model]`.
+    /// The weights of the reward's parts, `[reward.model]` and `[reward.judge]`.
     fn validate_reward_model(&self) -> Result<(), TrainerError> {
-        let w = self.reward.verifier_weight;
-        if !(w.is_finite() && w >= 0.0) {
-            return Err(config_error(
-                "reward.verifier_weight",
-                format!("{w} (must be a finite number >= 0)"),
-            ));
-        }
-        let Some(m) = &self.reward.model else {
-            if w != 1.0 {
+        let r = &self.reward;
+        for (field, w) in [
+            ("reward.verifier_weight", r.verifier_weight),
+            ("reward.judge_weight", r.judge_weight),
+        ] {
+            if !(w.is_finite() && w >= 0.0) {
                 return Err(config_error(
-                    "reward.verifier_weight",
-                    format!(
-                        "{w} without [reward.model]: the verifier's reward is the whole reward"
-                    ),
+                    field,
+                    format!("{w} (must be a finite number >= 0)"),
                 ));
             }
+        }
+        if r.judge.is_none() && r.judge_weight != 1.0 {
+            return Err(config_error(
+                "reward.judge_weight",
+                format!("{} without [reward.judge]", r.judge_weight),
+            ));
+        }
+        if r.model.is_none() && r.judge.is_none() && r.verifier_weight != 1.0 {
+            return Err(config_error(
+                "reward.verifier_weight",
+                format!(
+                    "{} without [reward.model] or [reward.judge]: the verifier's reward is the \
+                     whole reward",
+                    r.verifier_weight
+                ),
+            ));
+        }
+        let Some(m) = &r.model else {
             return Ok(());
         };
         if !(m.weight.is_finite() && m.weight >= 0.0) {

@@ -2,7 +2,7 @@
 //!
 //! | phase | file | what it reads → what it returns |
 //! |---|---|---|
-//! | generate, score, filter | `rounds.rs` (a reward model's scores: `model_rewards.rs`) | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
+//! | generate, score, filter | `rounds.rs` (a reward model's and a judge's rewards: `model_rewards.rs`) | prompts → engine → scored groups → the kept batch and its [`GenerationStats`] |
 //! | advantages | [`Trainer::advantages`] (here) | kept groups → per-response advantages |
 //! | old/reference/teacher log-probs, IS weights | `logprobs.rs` | kept groups → [`Behaviour`] |
 //! | token advantages (`[distill]`, REINFORCE++ with γ < 1) | `token_advantages.rs` | advantages + behaviour → per-token advantages ([`TokenAdvantages`]) |
@@ -214,6 +214,16 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             .as_ref()
             .map(|m| load_reward_model::<B::InnerBackend>(&m.path, &device))
             .transpose()?;
+        let judge = config
+            .reward
+            .judge
+            .clone()
+            .map(rl_rollout::Judge::new)
+            .transpose()
+            .map_err(|e| TrainerError::Config {
+                field: "reward.judge".into(),
+                message: e.to_string(),
+            })?;
         let estimator = config.build_estimator()?;
         let batcher = DynamicBatcher::new(config.batch, config.build_filter()?)?;
         let episodes = Episodes::of(&config)?;
@@ -266,6 +276,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             optim,
             critic,
             reward_model,
+            judge,
             prompts,
             verifier,
             estimator,
@@ -637,6 +648,11 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             adaptive_sizes: self.config.rollout.budget.is_some(),
             distill_reverse_kl: tokens.and_then(|t| t.reverse_kl),
             critic: critic.as_ref(),
+            reward_parts: {
+                let r = &self.config.reward;
+                (r.model.is_some() || r.judge.is_some())
+                    .then_some((r.model.is_some(), r.judge.is_some()))
+            },
         }))
     }
 

@@ -96,6 +96,8 @@ pub struct Trainer<B: AutodiffBackend, P: Policy<B>> {
     pub(super) critic: Option<Critic<B>>,
     /// The reward model of `[reward.model]` (no graph).
     pub(super) reward_model: Option<rl_models::ScoreModel<B::InnerBackend>>,
+    /// The LLM judge of `[reward.judge]`.
+    pub(super) judge: Option<rl_rollout::Judge>,
     pub(super) prompts: Prompts,
     pub(super) verifier: Box<dyn Verifier>,
     pub(super) estimator: Estimator,
