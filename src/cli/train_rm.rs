@@ -19,7 +19,7 @@ use rl_trainer::reward_model::{
     read_preferences, train_reward_model,
 };
 
-use super::{EXIT_FAILURE, EXIT_OK, Io};
+use super::Io;
 use crate::backend::{BackendJob, BackendKind, run_on};
 
 /// Arguments of `rlvr train-rm`.
@@ -246,28 +246,20 @@ fn accuracy_json(a: &PairAccuracy) -> serde_json::Value {
 /// Runs `rlvr train-rm`.
 pub fn run(args: TrainRmArgs, io: &mut Io<'_>) -> i32 {
     let kind = args.backend;
-    match run_on(
+    let result = run_on(
         kind,
         Job {
             args,
             log: &mut *io.stderr,
         },
-    ) {
-        Ok(Ok(())) => EXIT_OK,
-        Ok(Err(e)) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            EXIT_FAILURE
-        }
-        Err(e) => {
-            let _ = writeln!(io.stderr, "error: {e}");
-            super::EXIT_BAD_INPUT
-        }
-    }
+    );
+    super::job_exit(result, io)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::EXIT_OK;
     use crate::cli::export_demo::{ExportDemoArgs, run as export_demo};
 
     /// The embedded job's preference files (a tiny demo, 4 warm-start updates) train a reward

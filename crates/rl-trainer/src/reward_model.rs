@@ -249,18 +249,15 @@ impl PairAccuracy {
 fn scores<BB: Backend>(
     model: &ScoreModel<BB>,
     seqs: &[&[u32]],
-    device: &BB::Device,
 ) -> Result<Tensor<BB, 1>, TrainerError> {
+    let ids: Vec<Vec<u32>> = seqs.iter().map(|s| s.to_vec()).collect();
     let lengths: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
-    let (n, l) = (seqs.len(), lengths.iter().copied().max().unwrap_or(1));
-    let mut ids = vec![0i64; n * l];
-    for (row, s) in seqs.iter().enumerate() {
-        for (k, &t) in s.iter().enumerate() {
-            ids[row * l + k] = t as i64;
-        }
-    }
-    let input = Tensor::<BB, 2, Int>::from_data(TensorData::new(ids, [n, l]), device);
-    Ok(model.sequence_scores(input, &lengths)?.reshape([n]))
+    // No window: the batch is as long as its longest sequence.
+    let ends: Vec<usize> = lengths.iter().map(|n| n.saturating_sub(1)).collect();
+    let (input, _) = model.body.window_batch(&ids, &ends, 0)?;
+    Ok(model
+        .sequence_scores(input, &lengths)?
+        .reshape([seqs.len()]))
 }
 
 /// The score of every sequence of `seqs` (each non-empty), `micro` sequences per forward.
@@ -269,11 +266,10 @@ pub fn score_sequences<BB: Backend>(
     seqs: &[&[u32]],
     micro: usize,
 ) -> Result<Vec<f32>, TrainerError> {
-    let device = model.body.device();
     let mut out = Vec::with_capacity(seqs.len());
     for chunk in seqs.chunks(micro.max(1)) {
         out.extend(
-            scores(model, chunk, &device)?
+            scores(model, chunk)?
                 .into_data()
                 .convert::<f32>()
                 .into_vec::<f32>()
@@ -369,7 +365,7 @@ pub fn train_reward_model<B: AutodiffBackend>(
                     .map(|&i| pairs[i].chosen.as_slice())
                     .chain(micro.iter().map(|&i| pairs[i].rejected.as_slice()))
                     .collect();
-                let s = scores(&model, &seqs, &device)?;
+                let s = scores(&model, &seqs)?;
                 let margin = micro.iter().any(|&i| pairs[i].margin.is_some()).then(|| {
                     let m: Vec<f32> = micro
                         .iter()

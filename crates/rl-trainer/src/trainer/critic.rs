@@ -15,7 +15,7 @@ use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::*;
 use burn::tensor::backend::AutodiffBackend;
 use rl_loss::{Aggregation, GlobalCounts, value_loss};
-use rl_models::{AttentionMask, ScoreKind, ScoreModel};
+use rl_models::{ScoreKind, ScoreModel};
 
 use crate::TrainerError;
 use crate::config::{CriticSection, OptimSection};
@@ -330,21 +330,20 @@ fn response_values<BB: Backend>(
             message: "empty prompt: the first response token has no value position".into(),
         });
     }
-    let lengths = lengths(seqs);
-    let (n, l) = (seqs.len(), lengths.iter().copied().max().unwrap_or(1));
-    let mut ids = vec![0i64; n * l];
+    let ids: Vec<Vec<u32>> = seqs
+        .iter()
+        .map(|s| [s.prompt, s.response].concat())
+        .collect();
+    let starts: Vec<usize> = seqs.iter().map(|s| s.prompt.len() - 1).collect();
+    let (input, mask) = model.body.window_batch(&ids, &starts, width)?;
+    let [n, l] = input.dims();
     let mut index = Vec::with_capacity(n * width);
-    for (row, s) in seqs.iter().enumerate() {
-        for (k, &t) in s.prompt.iter().chain(s.response).enumerate() {
-            ids[row * l + k] = t as i64;
-        }
-        let last = lengths[row] - 1;
+    for row in 0..n {
+        let last = ids[row].len() - 1;
         for j in 0..width {
-            index.push((row * l + (s.prompt.len() - 1 + j).min(last)) as i64);
+            index.push((row * l + (starts[row] + j).min(last)) as i64);
         }
     }
-    let input = Tensor::<BB, 2, Int>::from_data(TensorData::new(ids, [n, l]), device);
-    let mask = AttentionMask::right_padded(&lengths, l)?;
     let scores = model.token_scores(input, Some(&mask))?;
     let index = Tensor::<BB, 1, Int>::from_data(TensorData::new(index, [n * width]), device);
     Ok(scores.reshape([n * l]).select(0, index).reshape([n, width]))

@@ -93,12 +93,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             &behaviour.is,
         );
         let items: Vec<&ScoredResponse> = groups.iter().flat_map(|g| g.items.iter()).collect();
-        let mut starts = Vec::with_capacity(groups.len());
-        let mut k = 0;
-        for g in groups {
-            starts.push(k);
-            k += g.items.len();
-        }
+        let starts = group_starts(groups);
         let settings = UpdateSettings {
             lr,
             loss: &self.config.loss,
@@ -188,6 +183,18 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
             as usize;
         Ok(stats)
     }
+}
+
+/// The index of each group's first response among all the groups' responses in order.
+pub(super) fn group_starts(groups: &[RolloutGroup<ScoredResponse>]) -> Vec<usize> {
+    groups
+        .iter()
+        .scan(0, |k, g| {
+            let start = *k;
+            *k += g.items.len();
+            Some(start)
+        })
+        .collect()
 }
 
 /// The full-vocabulary distillation term of `[distill]` with `form = "full"` and its teacher.

@@ -19,6 +19,7 @@ use super::critic::ValueSeq;
 use super::logprobs::Behaviour;
 use super::state::Trainer;
 use super::token_advantages::TokenAdvantages;
+use super::update::group_starts;
 use crate::TrainerError;
 use crate::policy::Policy;
 use crate::scoring::ScoredResponse;
@@ -147,12 +148,7 @@ impl<B: AutodiffBackend, P: Policy<B>> Trainer<B, P> {
         minibatches: &[Vec<usize>],
     ) -> Result<CriticStats, TrainerError> {
         let items: Vec<&ScoredResponse> = groups.iter().flat_map(|g| g.items.iter()).collect();
-        let mut starts = Vec::with_capacity(groups.len());
-        let mut k = 0;
-        for g in groups {
-            starts.push(k);
-            k += g.items.len();
-        }
+        let starts = group_starts(groups);
         let mut stats = value_statistics(targets);
         let micro = self.micro_batching();
         let critic = self.critic.as_mut().ok_or_else(no_critic)?;
