@@ -416,3 +416,62 @@ pub fn held_out_accuracy<B: AutodiffBackend>(
 ) -> Result<PairAccuracy, TrainerError> {
     pair_accuracy(&model.valid(), pairs, micro)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bad lines of a preference file are errors naming the file, the line and the field; a
+    /// pair over `max_length` is dropped and its line counted.
+    #[test]
+    fn bad_preference_lines_name_their_line_and_field() {
+        let tok = Tokenizer::char_level("abc", &[]).unwrap();
+        let dir = std::env::temp_dir().join(format!("rlvr-prefs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let tokens = PreferenceTokens {
+            tokenizer: &tok,
+            eos: None,
+            max_length: 4,
+        };
+        let read = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            read_preferences(&p, tokens)
+        };
+        let ok = read("ok.jsonl", "{\"prompt\":\"a\",\"chosen\":\"b\",\"rejected\":\"c\"}\n\n{\"chosen\":\"abcab\",\"rejected\":\"c\"}\n").unwrap();
+        assert_eq!(ok.pairs.len(), 1);
+        assert_eq!(ok.pairs[0].chosen, tok.encode_prompt("ab").unwrap());
+        assert_eq!(ok.too_long, vec![3]);
+        for (text, record, field) in [
+            (
+                "{\"chosen\":\"a\",\"rejected\":\"b\"}\n{\"chosen\":\"a\"}\n",
+                2,
+                "rejected",
+            ),
+            ("not json\n", 1, "(line)"),
+            (
+                "{\"chosen\":\"a\",\"rejected\":\"b\",\"margin\":\"x\"}\n",
+                1,
+                "margin",
+            ),
+            (
+                "{\"prompt\":[],\"chosen\":\"a\",\"rejected\":\"b\"}\n",
+                1,
+                "chosen",
+            ),
+            ("{\"chosen\":[{\"role\":1}],\"rejected\":[]}\n", 1, "chosen"),
+            ("{\"chosen\":\"z\",\"rejected\":\"a\"}\n", 1, "chosen"),
+        ] {
+            match read("bad.jsonl", text) {
+                Err(TrainerError::Data {
+                    record: r, message, ..
+                }) => {
+                    assert_eq!(r, record, "{text}: {message}");
+                    assert!(message.starts_with(field), "{text}: {message}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
